@@ -1,0 +1,63 @@
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "intrus/status.h"
+
+enum intrus_status intrus_error_set(struct intrus_error *err, enum intrus_status status,
+                                    const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    err->status = status;
+  }
+  return status;
+}
+
+enum intrus_status intrus_error_prefix(struct intrus_error *err, const char *fmt, ...) {
+  if (!err) return INTRUS_OK;
+  char prefix[INTRUS_ERROR_MSG_MAX], old[INTRUS_ERROR_MSG_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  va_end(ap);
+  memcpy(old, err->msg, sizeof old);
+  snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+  return err->status;
+}
+
+void intrus_error_clear(struct intrus_error *err) {
+  if (err) {
+    err->status = INTRUS_OK;
+    err->msg[0] = '\0';
+  }
+}
+
+const char *intrus_status_name(enum intrus_status status) {
+  switch (status) {
+  case INTRUS_OK: return "ok";
+  case INTRUS_ERR_NOMEM: return "out of memory";
+  case INTRUS_ERR_IO: return "io";
+  case INTRUS_ERR_CONFIG: return "config";
+  case INTRUS_ERR_PLUGIN: return "plugin";
+  case INTRUS_ERR_FORMAT: return "format";
+  case INTRUS_ERR_INVALID: return "invalid";
+  case INTRUS_ERR_DATA: return "data";
+  case INTRUS_ERR_USAGE: return "usage";
+  case INTRUS_ERR_UNSUPPORTED: return "unsupported";
+  }
+  return "unknown";
+}
+
+_Noreturn void intrus_panic_at(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "intrus: internal error at %s:%d: ", file, line);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+  abort();
+}

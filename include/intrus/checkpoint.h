@@ -1,0 +1,68 @@
+/* Checkpoint files: magic, format version, a fingerprint of the config that defines the
+ * model, named float tensors and named 64-bit integers, and a trailing checksum.
+ *
+ * Layout (little-endian): "INTRUSCK" | u32 version | u64 fingerprint | u32 count |
+ * count records { u8 type (1 tensor, 2 u64) | u32 name_len | name | tensor: u32 ndim,
+ * u32 shape[ndim], f32 data[numel] ; u64: u64 value } | u64 FNV-1a of every byte before.
+ *
+ * Writers go to "<path>.tmp.<pid>", fsync, and rename over path, so a crash never leaves
+ * a half-written checkpoint under the real name. Readers verify everything before
+ * handing anything out: a truncated, corrupt or mismatched file is refused with a
+ * message naming the file and the problem. */
+#ifndef INTRUS_CHECKPOINT_H
+#define INTRUS_CHECKPOINT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "intrus/params.h"
+#include "intrus/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define INTRUS_CKPT_VERSION 1
+
+struct intrus_ckpt_writer;
+struct intrus_ckpt;
+
+enum intrus_status intrus_ckpt_begin(const char *path, uint64_t fingerprint,
+                                     struct intrus_ckpt_writer **out, struct intrus_error *err);
+enum intrus_status intrus_ckpt_put_tensor(struct intrus_ckpt_writer *w, const char *name,
+                                          int ndim, const int *shape, const float *data,
+                                          struct intrus_error *err);
+enum intrus_status intrus_ckpt_put_u64(struct intrus_ckpt_writer *w, const char *name,
+                                       uint64_t value, struct intrus_error *err);
+/* Writes the checksum, fsyncs, renames into place, fsyncs the directory; frees w. */
+enum intrus_status intrus_ckpt_commit(struct intrus_ckpt_writer *w, struct intrus_error *err);
+/* Removes the temporary file; frees w. */
+void intrus_ckpt_abort(struct intrus_ckpt_writer *w);
+
+/* Reads and verifies a whole file. When check_fingerprint is true a different
+ * fingerprint is an error ("was written for another model configuration"). */
+enum intrus_status intrus_ckpt_read(const char *path, bool check_fingerprint,
+                                    uint64_t fingerprint, struct intrus_ckpt **out,
+                                    struct intrus_error *err);
+void intrus_ckpt_free(struct intrus_ckpt *c);
+uint64_t intrus_ckpt_fingerprint(const struct intrus_ckpt *c);
+
+/* Lookups: NULL / false when absent. */
+const float *intrus_ckpt_tensor(const struct intrus_ckpt *c, const char *name, int *ndim,
+                                int shape[4]);
+bool intrus_ckpt_u64(const struct intrus_ckpt *c, const char *name, uint64_t *value);
+
+/* Every parameter as "param/<name>", and with moments also "adam_m/<name>" and
+ * "adam_v/<name>". */
+enum intrus_status intrus_ckpt_put_params(struct intrus_ckpt_writer *w,
+                                          struct intrus_params *p, bool with_moments,
+                                          struct intrus_error *err);
+/* Copies them back; a parameter that is missing or of another shape is an error that
+ * names it and the file. */
+enum intrus_status intrus_ckpt_get_params(const struct intrus_ckpt *c, struct intrus_params *p,
+                                          bool with_moments, struct intrus_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,161 @@
+/* The plugin ABI. A plugin is a libtool module that exports exactly one symbol,
+ *
+ *     const struct intrus_plugin_desc INTRUS_PLUGIN_DESC(<module>) = { ... };
+ *
+ * where <module> is the module's file name without ".la" (e.g. encoder_transformer):
+ * libltdl looks the descriptor up as "<module>_LTX_intrus_plugin_desc". Modules are
+ * named <kind>_<name> (encoder_transformer, decoder_autoregressive, order_uniform,
+ * eval_bleu), so the loader finds a plugin from the kind and name an experiment gives.
+ *
+ * Compatibility: the loader accepts a descriptor whose abi_major equals the core's and
+ * whose abi_minor is not newer. Minor versions only append slots to the end of a
+ * vtable; a slot marked optional may be NULL. */
+#ifndef INTRUS_PLUGIN_H
+#define INTRUS_PLUGIN_H
+
+#include <stdint.h>
+
+#include "intrus/config.h"
+#include "intrus/params.h"
+#include "intrus/status.h"
+#include "intrus/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define INTRUS_ABI_MAJOR 1
+#define INTRUS_ABI_MINOR 0
+
+#define INTRUS_PLUGIN_DESC(module) module##_LTX_intrus_plugin_desc
+#define INTRUS_PLUGIN_SYMBOL "intrus_plugin_desc"
+#define INTRUS_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+enum intrus_plugin_kind {
+  INTRUS_KIND_ENCODER = 1,
+  INTRUS_KIND_DECODER = 2,
+  INTRUS_KIND_ORDER = 3,
+  INTRUS_KIND_EVALUATOR = 4
+};
+
+/* "encoder", "decoder", "order", "eval" (the module-name prefix); NULL if unknown. */
+const char *intrus_plugin_kind_name(enum intrus_plugin_kind kind);
+
+struct intrus_plugin_desc {
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  const char *name;     /* as written in experiments: "transformer" */
+  const char *version;  /* the plugin's own version: "1.0.0" */
+  enum intrus_plugin_kind kind;
+  const char *summary;  /* one line for `intrus plugins` */
+  const void *vtable;   /* struct intrus_<kind>_vtable for kind */
+};
+
+/* ---- what encoder and decoder plugins see ------------------------------------ */
+
+/* Special token ids shared by every vocabulary. BOS doubles as the insertion
+ * decoder's NULL token. */
+enum { INTRUS_PAD = 0, INTRUS_UNK = 1, INTRUS_BOS = 2, INTRUS_EOS = 3, INTRUS_NUM_SPECIAL = 4 };
+
+struct intrus_model_init {
+  const intrus_cfg *cfg;          /* the plugin's own group, e.g. model.encoder */
+  struct intrus_params *params;   /* register parameters here (before finalize) */
+  const char *prefix;             /* parameter name prefix: "encoder." or "decoder." */
+  int d_model;                    /* width shared by encoder and decoder */
+  int src_vocab, tgt_vocab;       /* sizes including the special tokens */
+};
+
+/* A batch of sources: token sequences or images. */
+struct intrus_src_batch {
+  int batch, len;
+  const int32_t *tokens;          /* [batch, len], padded with INTRUS_PAD; NULL for images */
+  const int *lens;                /* [batch] */
+  int channels, height, width;    /* images: pixels [batch, channels, height, width] */
+  const float *pixels;
+};
+
+/* What an encoder hands the decoder. */
+struct intrus_memory {
+  intrus_tensor *states;          /* [batch, len, d_model] */
+  const uint8_t *mask;            /* [batch, len], 1 = a real position; arena memory */
+  int batch, len;
+};
+
+/* A batch of targets in reading order, without BOS/EOS. */
+struct intrus_tgt_batch {
+  int batch, len;
+  const int32_t *tokens;          /* [batch, len], padded with INTRUS_PAD */
+  const int *lens;                /* [batch] */
+};
+
+struct intrus_train_opts {
+  int direction;                  /* autoregressive: +1 left-to-right, -1 right-to-left */
+  float label_smoothing;
+};
+
+struct intrus_loss_out {
+  intrus_tensor *loss;            /* scalar to minimise (mean over target tokens) */
+  double nll_sum;                 /* summed negative log-likelihood, for reporting */
+  long tokens;                    /* tokens (incl. EOS) the sum is over */
+};
+
+struct intrus_encoder_vtable {
+  enum intrus_status (*create)(const struct intrus_model_init *init, void **self,
+                               struct intrus_error *err);
+  void (*destroy)(void *self);
+  enum intrus_status (*encode)(void *self, intrus_ctx *ctx, const struct intrus_src_batch *src,
+                               struct intrus_memory *out, struct intrus_error *err);
+};
+
+struct intrus_decoder_vtable {
+  enum intrus_status (*create)(const struct intrus_model_init *init, void **self,
+                               struct intrus_error *err);
+  void (*destroy)(void *self);
+  /* Training loss of a batch under teacher forcing. */
+  enum intrus_status (*loss)(void *self, intrus_ctx *ctx, const struct intrus_memory *mem,
+                             const struct intrus_tgt_batch *tgt,
+                             const struct intrus_train_opts *opts, struct intrus_loss_out *out,
+                             struct intrus_error *err);
+};
+
+/* ---- loading ---------------------------------------------------------------- */
+
+struct intrus_plugin;         /* an opened module */
+struct intrus_plugin_search;  /* an ordered list of directories */
+
+struct intrus_plugin_search *intrus_plugin_search_create(void);
+void intrus_plugin_search_free(struct intrus_plugin_search *s);
+/* Appends the directories of a colon-separated list (empty entries are skipped). */
+void intrus_plugin_search_add(struct intrus_plugin_search *s, const char *dirs);
+/* Appends $INTRUS_PLUGIN_PATH, then the installed pkglibdir, then (only for a binary
+ * running uninstalled from its build tree) the build tree's plugins/ directory. */
+void intrus_plugin_search_add_defaults(struct intrus_plugin_search *s);
+int intrus_plugin_search_count(const struct intrus_plugin_search *s);
+const char *intrus_plugin_search_dir(const struct intrus_plugin_search *s, int i);
+
+/* Opens <kind>_<name> from the first directory that has it and checks its descriptor
+ * (ABI, kind, name). Not found: the error lists the plugins of that kind available. */
+enum intrus_status intrus_plugin_load(const struct intrus_plugin_search *s,
+                                      enum intrus_plugin_kind kind, const char *name,
+                                      struct intrus_plugin **out, struct intrus_error *err);
+/* Opens one module file (.la or .so) and checks its ABI. Errors name the path and
+ * carry lt_dlerror(). */
+enum intrus_status intrus_plugin_open(const char *path, struct intrus_plugin **out,
+                                      struct intrus_error *err);
+void intrus_plugin_close(struct intrus_plugin *p);
+
+const struct intrus_plugin_desc *intrus_plugin_descriptor(const struct intrus_plugin *p);
+const char *intrus_plugin_file(const struct intrus_plugin *p);
+
+/* Calls fn for every module file found along the path (first occurrence of each module
+ * name wins). desc is NULL and problem says why when a module could not be opened. */
+typedef void (*intrus_plugin_visit_fn)(const char *path, const struct intrus_plugin_desc *desc,
+                                       const char *problem, void *user);
+enum intrus_status intrus_plugin_list(const struct intrus_plugin_search *s,
+                                      intrus_plugin_visit_fn fn, void *user,
+                                      struct intrus_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,1 @@
+# checkpoint: sources and tests of this area

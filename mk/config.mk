@@ -1,0 +1,1 @@
+# config: sources and tests of this area

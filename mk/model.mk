@@ -1,0 +1,1 @@
+# model: sources and tests of this area

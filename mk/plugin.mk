@@ -1,0 +1,1 @@
+# plugin: sources and tests of this area
