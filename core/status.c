@@ -19,13 +19,19 @@ enum intrus_status intrus_error_set(struct intrus_error *err, enum intrus_status
 
 enum intrus_status intrus_error_prefix(struct intrus_error *err, const char *fmt, ...) {
   if (!err) return INTRUS_OK;
-  char prefix[INTRUS_ERROR_MSG_MAX], old[INTRUS_ERROR_MSG_MAX];
+  char out[INTRUS_ERROR_MSG_MAX];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(prefix, sizeof prefix, fmt, ap);
+  int n = vsnprintf(out, sizeof out, fmt, ap);
   va_end(ap);
-  memcpy(old, err->msg, sizeof old);
-  snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+  if (n < 0) return err->status;
+  size_t len = strnlen(out, sizeof out - 1);
+  /* Copy what fits of ": " and the old message after the prefix, truncating. */
+  const char *rest[2] = {": ", err->msg};
+  for (int r = 0; r < 2; r++)
+    for (const char *c = rest[r]; *c && len < sizeof out - 1; c++) out[len++] = *c;
+  out[len] = '\0';
+  memcpy(err->msg, out, sizeof out);
   return err->status;
 }
 

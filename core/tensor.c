@@ -233,7 +233,7 @@ void intrus_backward_seed(intrus_ctx *ctx, intrus_tensor *t, const float *dt) {
   for (size_t i = 0; i < t->n; i++) g[i] += dt[i];
   /* The tape is in creation order, which is a topological order. */
   for (size_t i = ctx->ntape; i-- > 0;) {
-    intrus_tensor *t = ctx->tape[i];
-    if (t->grad) backward_one(ctx, t);
+    intrus_tensor *node = ctx->tape[i];
+    if (node->grad) backward_one(ctx, node);
   }
 }
