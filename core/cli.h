@@ -1,0 +1,38 @@
+/* The intrus command line: main.c dispatches to one function per subcommand. Each
+ * returns a process exit code (see intrus_exit_code). */
+#ifndef INTRUS_CLI_H
+#define INTRUS_CLI_H
+
+#include <stdio.h>
+
+#include "intrus/plugin.h"
+#include "intrus/status.h"
+
+/* Exit codes: 0 success; 1 failure not covered below; 2 usage (bad command line);
+ * 3 experiment config; 4 plugin; 5 data, file or checkpoint. */
+enum {
+  INTRUS_EXIT_OK = 0,
+  INTRUS_EXIT_FAILURE = 1,
+  INTRUS_EXIT_USAGE = 2,
+  INTRUS_EXIT_CONFIG = 3,
+  INTRUS_EXIT_PLUGIN = 4,
+  INTRUS_EXIT_DATA = 5
+};
+int intrus_exit_code(enum intrus_status st);
+
+/* Prints "intrus <cmd>: <message>" to stderr and returns the exit code for err. */
+int intrus_cli_fail(const char *cmd, const struct intrus_error *err);
+
+/* Builds the plugin search path in priority order: the --plugin-path values given
+ * (colon lists, may be NULL), then the experiment's plugin_path (may be NULL), then the
+ * defaults (INTRUS_PLUGIN_PATH, pkglibdir, the build tree when run uninstalled). */
+struct intrus_plugin_search *intrus_cli_search_path(const char *cli_path,
+                                                    const char *experiment_path);
+
+int intrus_cmd_plugins(int argc, char **argv);
+int intrus_cmd_train(int argc, char **argv);
+int intrus_cmd_decode(int argc, char **argv);
+int intrus_cmd_eval(int argc, char **argv);
+int intrus_cmd_run(int argc, char **argv);
+
+#endif

@@ -1,0 +1,62 @@
+/* intrus: train, decode, evaluate and inspect insertion-based sequence models. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+#include "intrus/blas.h"
+
+static const char usage[] =
+    "Usage: intrus <command> [options]\n"
+    "\n"
+    "Commands:\n"
+    "  plugins   list the plugins found on the search path (name, kind, version, file)\n"
+    "  train     train the model an experiment file describes\n"
+    "  decode    translate / caption with a trained model\n"
+    "  eval      score hypotheses against references\n"
+    "  run       train, decode and evaluate an experiment (resumable)\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help     show this help (also: intrus <command> --help)\n"
+    "  -V, --version  show the version and the BLAS in use\n"
+    "\n"
+    "Plugins are searched in --plugin-path, the experiment's plugin_path,\n"
+    "$INTRUS_PLUGIN_PATH (colon-separated), then " INTRUS_PKGLIBDIR ".\n"
+    "\n"
+    "Exit status: 0 success, 1 failure, 2 usage error, 3 experiment config error,\n"
+    "4 plugin error, 5 data, file or checkpoint error.\n";
+
+struct command {
+  const char *name;
+  int (*fn)(int argc, char **argv);
+};
+
+static const struct command commands[] = {
+    {"plugins", intrus_cmd_plugins}, {"train", intrus_cmd_train}, {"decode", intrus_cmd_decode},
+    {"eval", intrus_cmd_eval},       {"run", intrus_cmd_run},
+};
+
+int main(int argc, char **argv) {
+  /* OpenMP threads that spin after a parallel loop steal the cores OpenBLAS needs for the
+   * next GEMM; passive waiting keeps the two from competing. */
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+  if (argc < 2) {
+    fputs(usage, stderr);
+    return INTRUS_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+    fputs(usage, stdout);
+    return INTRUS_EXIT_OK;
+  }
+  if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
+    printf("intrus %s (plugin ABI %d.%d, OpenBLAS core %s, %d threads)\n", PACKAGE_VERSION,
+           INTRUS_ABI_MAJOR, INTRUS_ABI_MINOR, intrus_blas_corename(), intrus_blas_threads());
+    return INTRUS_EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+    if (!strcmp(cmd, commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+  fprintf(stderr, "intrus: unknown command '%s' (try 'intrus --help')\n", cmd);
+  return INTRUS_EXIT_USAGE;
+}
