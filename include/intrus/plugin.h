@@ -95,7 +95,7 @@ struct intrus_train_opts {
 
 struct intrus_loss_out {
   intrus_tensor *loss;            /* scalar to minimise (mean over target tokens) */
-  double nll_sum;                 /* summed negative log-likelihood, for reporting */
+  double nll_sum;                 /* loss * tokens (label-smoothed when smoothing is on) */
   long tokens;                    /* tokens (incl. EOS) the sum is over */
 };
 

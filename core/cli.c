@@ -1,0 +1,39 @@
+/* Helpers shared by the subcommands: exit codes, error reporting, plugin search path. */
+#include <stdio.h>
+
+#include "cli.h"
+
+int intrus_exit_code(enum intrus_status st) {
+  switch (st) {
+  case INTRUS_OK: return INTRUS_EXIT_OK;
+  case INTRUS_ERR_USAGE: return INTRUS_EXIT_USAGE;
+  case INTRUS_ERR_CONFIG: return INTRUS_EXIT_CONFIG;
+  case INTRUS_ERR_PLUGIN: return INTRUS_EXIT_PLUGIN;
+  case INTRUS_ERR_IO:
+  case INTRUS_ERR_FORMAT:
+  case INTRUS_ERR_DATA: return INTRUS_EXIT_DATA;
+  case INTRUS_ERR_NOMEM:
+  case INTRUS_ERR_INVALID:
+  case INTRUS_ERR_UNSUPPORTED: return INTRUS_EXIT_FAILURE;
+  }
+  return INTRUS_EXIT_FAILURE; /* a status from a newer plugin than this switch knows */
+}
+
+int intrus_cli_fail(const char *cmd, const struct intrus_error *err) {
+  /* A failure without a message still has to say something and must not exit 0. */
+  if (!err || err->status == INTRUS_OK) {
+    fprintf(stderr, "intrus %s: failed\n", cmd);
+    return INTRUS_EXIT_FAILURE;
+  }
+  fprintf(stderr, "intrus %s: %s\n", cmd, err->msg[0] ? err->msg : intrus_status_name(err->status));
+  return intrus_exit_code(err->status);
+}
+
+struct intrus_plugin_search *intrus_cli_search_path(const char *cli_path,
+                                                    const char *experiment_path) {
+  struct intrus_plugin_search *s = intrus_plugin_search_create();
+  intrus_plugin_search_add(s, cli_path);
+  intrus_plugin_search_add(s, experiment_path);
+  intrus_plugin_search_add_defaults(s);
+  return s;
+}

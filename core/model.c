@@ -1,0 +1,98 @@
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "intrus/model.h"
+
+struct intrus_model {
+  struct intrus_plugin *enc_plugin, *dec_plugin;
+  const struct intrus_encoder_vtable *enc;
+  const struct intrus_decoder_vtable *dec;
+  void *enc_self, *dec_self;
+  struct intrus_params *params;
+  int d_model;
+};
+
+/* Reads `plugin` from a component group and loads that plugin. */
+static enum intrus_status load_component(const intrus_cfg *model, const char *key,
+                                         enum intrus_plugin_kind kind,
+                                         const struct intrus_plugin_search *search,
+                                         const intrus_cfg **group, struct intrus_plugin **plugin,
+                                         struct intrus_error *err) {
+  const char *name;
+  enum intrus_status st;
+  if ((st = intrus_cfg_group_req(model, key, group, err)) ||
+      (st = intrus_cfg_string_req(*group, "plugin", &name, err)))
+    return st;
+  if ((st = intrus_plugin_load(search, kind, name, plugin, err))) {
+    /* Point at the experiment's line as well as at the plugin problem. */
+    char msg[INTRUS_ERROR_MSG_MAX];
+    snprintf(msg, sizeof msg, "%s", err ? err->msg : "");
+    intrus_cfg_error(*group, "plugin", err, "%s", msg);
+    if (err) err->status = st;
+    return st;
+  }
+  return INTRUS_OK;
+}
+
+enum intrus_status intrus_model_create(const intrus_cfg *cfg,
+                                       const struct intrus_plugin_search *search,
+                                       int src_vocab, int tgt_vocab, uint64_t seed,
+                                       struct intrus_model **out, struct intrus_error *err) {
+  *out = NULL;
+  long long d;
+  enum intrus_status st;
+  if ((st = intrus_cfg_int_range(cfg, "d_model", 512, 2, 1 << 14, &d, err))) return st;
+  if (d % 2)
+    return intrus_cfg_error(cfg, "d_model", err, "must be even (sinusoidal positions), got %lld",
+                            d);
+  struct intrus_model *m = calloc(1, sizeof *m);
+  if (!m) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  m->d_model = (int)d;
+  m->params = intrus_params_create();
+  const intrus_cfg *eg, *dg;
+  if ((st = load_component(cfg, "encoder", INTRUS_KIND_ENCODER, search, &eg, &m->enc_plugin,
+                           err)) ||
+      (st = load_component(cfg, "decoder", INTRUS_KIND_DECODER, search, &dg, &m->dec_plugin,
+                           err)) ||
+      (st = intrus_cfg_check_unknown(cfg, err)))
+    goto fail;
+  m->enc = intrus_plugin_descriptor(m->enc_plugin)->vtable;
+  m->dec = intrus_plugin_descriptor(m->dec_plugin)->vtable;
+  struct intrus_model_init init = {.cfg = eg, .params = m->params, .prefix = "encoder.",
+                                   .d_model = m->d_model, .src_vocab = src_vocab,
+                                   .tgt_vocab = tgt_vocab};
+  if ((st = m->enc->create(&init, &m->enc_self, err))) goto fail;
+  init.cfg = dg;
+  init.prefix = "decoder.";
+  if ((st = m->dec->create(&init, &m->dec_self, err))) goto fail;
+  if ((st = intrus_params_finalize(m->params, seed, err))) goto fail;
+  *out = m;
+  return INTRUS_OK;
+fail:
+  intrus_model_destroy(m);
+  return st;
+}
+
+void intrus_model_destroy(struct intrus_model *m) {
+  if (!m) return;
+  if (m->enc_self) m->enc->destroy(m->enc_self);
+  if (m->dec_self) m->dec->destroy(m->dec_self);
+  intrus_params_destroy(m->params);
+  if (m->enc_plugin) intrus_plugin_close(m->enc_plugin);
+  if (m->dec_plugin) intrus_plugin_close(m->dec_plugin);
+  free(m);
+}
+
+struct intrus_params *intrus_model_params(struct intrus_model *m) { return m->params; }
+int intrus_model_d(const struct intrus_model *m) { return m->d_model; }
+
+enum intrus_status intrus_model_loss(struct intrus_model *m, intrus_ctx *ctx,
+                                     const struct intrus_src_batch *src,
+                                     const struct intrus_tgt_batch *tgt,
+                                     const struct intrus_train_opts *opts,
+                                     struct intrus_loss_out *out, struct intrus_error *err) {
+  struct intrus_memory mem;
+  enum intrus_status st = m->enc->encode(m->enc_self, ctx, src, &mem, err);
+  if (st) return st;
+  return m->dec->loss(m->dec_self, ctx, &mem, tgt, opts, out, err);
+}

@@ -1,0 +1,182 @@
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "intrus/nn.h"
+
+#define NAME_MAX_LEN 256
+
+static const char *join(char *buf, const char *prefix, const char *leaf) {
+  snprintf(buf, NAME_MAX_LEN, "%s.%s", prefix, leaf);
+  return buf;
+}
+
+void intrus_linear_init(struct intrus_linear *l, struct intrus_params *p, const char *name,
+                        int in, int out, bool bias) {
+  char buf[NAME_MAX_LEN];
+  int wshape[2] = {in, out};
+  l->w = intrus_params_add(p, join(buf, name, "w"), 2, wshape, INTRUS_INIT_GLOROT_UNIFORM, 1.0f);
+  l->b = bias ? intrus_params_add(p, join(buf, name, "b"), 1, &out, INTRUS_INIT_ZEROS, 0.0f)
+              : NULL;
+}
+
+intrus_tensor *intrus_linear_forward(intrus_ctx *ctx, const struct intrus_linear *l,
+                                     intrus_tensor *x) {
+  intrus_tensor *y = intrus_matmul(ctx, x, l->w, false, false);
+  return l->b ? intrus_add(ctx, y, l->b) : y;
+}
+
+void intrus_norm_init(struct intrus_norm *n, struct intrus_params *p, const char *name, int d) {
+  char buf[NAME_MAX_LEN];
+  n->gain = intrus_params_add(p, join(buf, name, "gain"), 1, &d, INTRUS_INIT_ONES, 0.0f);
+  n->bias = intrus_params_add(p, join(buf, name, "bias"), 1, &d, INTRUS_INIT_ZEROS, 0.0f);
+}
+
+intrus_tensor *intrus_norm_forward(intrus_ctx *ctx, const struct intrus_norm *n,
+                                   intrus_tensor *x) {
+  return intrus_layer_norm(ctx, x, n->gain, n->bias, 1e-5f);
+}
+
+void intrus_attention_init(struct intrus_attention *a, struct intrus_params *p,
+                           const char *name, int d_model, int heads) {
+  INTRUS_CHECK(heads > 0 && d_model % heads == 0, "d_model %d not divisible by %d heads",
+               d_model, heads);
+  char buf[NAME_MAX_LEN];
+  a->d_model = d_model;
+  a->heads = heads;
+  intrus_linear_init(&a->q, p, join(buf, name, "q"), d_model, d_model, true);
+  intrus_linear_init(&a->k, p, join(buf, name, "k"), d_model, d_model, true);
+  intrus_linear_init(&a->v, p, join(buf, name, "v"), d_model, d_model, true);
+  intrus_linear_init(&a->o, p, join(buf, name, "o"), d_model, d_model, true);
+}
+
+/* [B, T, d] -> [B, H, T, Dh] */
+static intrus_tensor *split_heads(intrus_ctx *ctx, intrus_tensor *x, int heads) {
+  int B = x->shape[0], T = x->shape[1], d = x->shape[2];
+  int s4[4] = {B, T, heads, d / heads};
+  static const int perm[4] = {0, 2, 1, 3};
+  return intrus_permute(ctx, intrus_reshape(ctx, x, 4, s4), perm);
+}
+
+/* [B, H, T, Dh] -> [B, T, d] */
+static intrus_tensor *merge_heads(intrus_ctx *ctx, intrus_tensor *x) {
+  int B = x->shape[0], H = x->shape[1], T = x->shape[2], Dh = x->shape[3];
+  static const int perm[4] = {0, 2, 1, 3};
+  int s3[3] = {B, T, H * Dh};
+  return intrus_reshape(ctx, intrus_permute(ctx, x, perm), 3, s3);
+}
+
+intrus_tensor *intrus_attention_forward(intrus_ctx *ctx, const struct intrus_attention *a,
+                                        intrus_tensor *q_in, intrus_tensor *kv_in,
+                                        const uint8_t *key_mask, bool causal, float dropout) {
+  int B = q_in->shape[0], Tq = q_in->shape[1], Tk = kv_in->shape[1], H = a->heads;
+  int Dh = a->d_model / H;
+  intrus_tensor *q = split_heads(ctx, intrus_linear_forward(ctx, &a->q, q_in), H);
+  intrus_tensor *k = split_heads(ctx, intrus_linear_forward(ctx, &a->k, kv_in), H);
+  intrus_tensor *v = split_heads(ctx, intrus_linear_forward(ctx, &a->v, kv_in), H);
+  /* scores [B, H, Tq, Tk] */
+  intrus_tensor *scores =
+      intrus_scale(ctx, intrus_matmul(ctx, q, k, false, true), 1.0f / sqrtf((float)Dh));
+  uint8_t *mask = NULL;
+  if (key_mask || causal) {
+    mask = intrus_ctx_alloc(ctx, (size_t)B * H * Tq * Tk);
+    for (int b = 0; b < B; b++)
+      for (int i = 0; i < Tq; i++) {
+        uint8_t *row = mask + ((size_t)b * H * Tq + i) * Tk;
+        for (int j = 0; j < Tk; j++)
+          row[j] = (uint8_t)((!key_mask || key_mask[(size_t)b * Tk + j]) && (!causal || j <= i));
+        for (int h = 1; h < H; h++) memcpy(row + (size_t)h * Tq * Tk, row, (size_t)Tk);
+      }
+  }
+  intrus_tensor *w = intrus_dropout(ctx, intrus_softmax(ctx, scores, mask), dropout);
+  intrus_tensor *ctxv = intrus_matmul(ctx, w, v, false, false); /* [B, H, Tq, Dh] */
+  return intrus_linear_forward(ctx, &a->o, merge_heads(ctx, ctxv));
+}
+
+void intrus_ffn_init(struct intrus_ffn *f, struct intrus_params *p, const char *name,
+                     int d_model, int d_ff) {
+  char buf[NAME_MAX_LEN];
+  intrus_linear_init(&f->in, p, join(buf, name, "in"), d_model, d_ff, true);
+  intrus_linear_init(&f->out, p, join(buf, name, "out"), d_ff, d_model, true);
+}
+
+intrus_tensor *intrus_ffn_forward(intrus_ctx *ctx, const struct intrus_ffn *f,
+                                  intrus_tensor *x, float dropout) {
+  intrus_tensor *h = intrus_relu(ctx, intrus_linear_forward(ctx, &f->in, x));
+  return intrus_linear_forward(ctx, &f->out, intrus_dropout(ctx, h, dropout));
+}
+
+void intrus_encoder_layer_init(struct intrus_encoder_layer *l, struct intrus_params *p,
+                               const char *name, int d_model, int heads, int d_ff) {
+  char buf[NAME_MAX_LEN];
+  intrus_norm_init(&l->n_attn, p, join(buf, name, "norm_attn"), d_model);
+  intrus_attention_init(&l->attn, p, join(buf, name, "attn"), d_model, heads);
+  intrus_norm_init(&l->n_ffn, p, join(buf, name, "norm_ffn"), d_model);
+  intrus_ffn_init(&l->ffn, p, join(buf, name, "ffn"), d_model, d_ff);
+}
+
+intrus_tensor *intrus_encoder_layer_forward(intrus_ctx *ctx,
+                                            const struct intrus_encoder_layer *l,
+                                            intrus_tensor *x, const uint8_t *mask,
+                                            float dropout) {
+  intrus_tensor *h = intrus_norm_forward(ctx, &l->n_attn, x);
+  h = intrus_attention_forward(ctx, &l->attn, h, h, mask, false, dropout);
+  x = intrus_add(ctx, x, intrus_dropout(ctx, h, dropout));
+  h = intrus_ffn_forward(ctx, &l->ffn, intrus_norm_forward(ctx, &l->n_ffn, x), dropout);
+  return intrus_add(ctx, x, intrus_dropout(ctx, h, dropout));
+}
+
+void intrus_decoder_layer_init(struct intrus_decoder_layer *l, struct intrus_params *p,
+                               const char *name, int d_model, int heads, int d_ff) {
+  char buf[NAME_MAX_LEN];
+  intrus_norm_init(&l->n_self, p, join(buf, name, "norm_self"), d_model);
+  intrus_attention_init(&l->self, p, join(buf, name, "self"), d_model, heads);
+  intrus_norm_init(&l->n_cross, p, join(buf, name, "norm_cross"), d_model);
+  intrus_attention_init(&l->cross, p, join(buf, name, "cross"), d_model, heads);
+  intrus_norm_init(&l->n_ffn, p, join(buf, name, "norm_ffn"), d_model);
+  intrus_ffn_init(&l->ffn, p, join(buf, name, "ffn"), d_model, d_ff);
+}
+
+intrus_tensor *intrus_decoder_layer_forward(intrus_ctx *ctx,
+                                            const struct intrus_decoder_layer *l,
+                                            intrus_tensor *x, const uint8_t *self_mask,
+                                            bool causal, intrus_tensor *mem,
+                                            const uint8_t *mem_mask, float dropout) {
+  intrus_tensor *h = intrus_norm_forward(ctx, &l->n_self, x);
+  h = intrus_attention_forward(ctx, &l->self, h, h, self_mask, causal, dropout);
+  x = intrus_add(ctx, x, intrus_dropout(ctx, h, dropout));
+  h = intrus_norm_forward(ctx, &l->n_cross, x);
+  h = intrus_attention_forward(ctx, &l->cross, h, mem, mem_mask, false, dropout);
+  x = intrus_add(ctx, x, intrus_dropout(ctx, h, dropout));
+  h = intrus_ffn_forward(ctx, &l->ffn, intrus_norm_forward(ctx, &l->n_ffn, x), dropout);
+  return intrus_add(ctx, x, intrus_dropout(ctx, h, dropout));
+}
+
+intrus_tensor *intrus_positions(intrus_ctx *ctx, int T, int d) {
+  int shape[2] = {T, d};
+  intrus_tensor *pe = intrus_tensor_new(ctx, 2, shape);
+  for (int t = 0; t < T; t++)
+    for (int i = 0; i < d; i += 2) {
+      double freq = exp(-log(10000.0) * i / d);
+      pe->data[(size_t)t * d + i] = (float)sin(t * freq);
+      if (i + 1 < d) pe->data[(size_t)t * d + i + 1] = (float)cos(t * freq);
+    }
+  return pe;
+}
+
+intrus_tensor *intrus_embed_tokens(intrus_ctx *ctx, intrus_tensor *table, const int32_t *ids,
+                                   int B, int T, float dropout) {
+  int d = table->shape[1];
+  int shape[2] = {B, T};
+  intrus_tensor *e = intrus_embedding(ctx, table, ids, 2, shape); /* [B, T, d] */
+  e = intrus_scale(ctx, e, sqrtf((float)d));
+  e = intrus_add(ctx, e, intrus_positions(ctx, T, d));
+  return intrus_dropout(ctx, e, dropout);
+}
+
+uint8_t *intrus_length_mask(intrus_ctx *ctx, const int *lens, int B, int T) {
+  uint8_t *m = intrus_ctx_alloc(ctx, (size_t)B * T);
+  for (int b = 0; b < B; b++)
+    for (int t = 0; t < T; t++) m[(size_t)b * T + t] = (uint8_t)(t < lens[b]);
+  return m;
+}

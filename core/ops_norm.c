@@ -1,0 +1,151 @@
+/* Embedding lookup and layer normalisation. */
+#include <math.h>
+#include <string.h>
+
+#include "intrus/tensor.h"
+#include "ops_internal.h"
+
+/* ---- embedding -------------------------------------------------------------- */
+
+/* table: [V, d]; ids: shape[0..ndim). Result [shape..., d]. aux keeps a copy of the
+ * ids (the caller's buffer may be reused before backward runs). */
+intrus_tensor *intrus_embedding(intrus_ctx *ctx, intrus_tensor *table, const int32_t *ids,
+                                int ndim, const int *shape) {
+  INTRUS_CHECK(table->ndim == 2, "embedding: table has %d dims, need [V, d]", table->ndim);
+  INTRUS_CHECK(ndim >= 1 && ndim + 1 <= INTRUS_MAX_DIMS,
+               "embedding: ids of %d dims (result would need %d > %d dims)", ndim, ndim + 1,
+               INTRUS_MAX_DIMS);
+  const int V = table->shape[0], d = table->shape[1];
+  int oshape[INTRUS_MAX_DIMS];
+  for (int i = 0; i < ndim; i++) oshape[i] = shape[i];
+  oshape[ndim] = d;
+  const size_t nids = intrus_shape_numel(ndim, shape);
+  /* Validate every id before touching memory: a bad id is a loader bug, and reporting
+   * it beats reading past the table. */
+  for (size_t i = 0; i < nids; i++)
+    INTRUS_CHECK(ids[i] >= 0 && ids[i] < V, "embedding: id %d at position %zu outside [0, %d)",
+                 (int)ids[i], i, V);
+
+  intrus_tensor *out =
+      intrus_op_result(ctx, INTRUS_OP_EMBEDDING, ndim + 1, oshape, table, NULL, NULL);
+  const float *tab = table->data;
+  float *y = out->data;
+#pragma omp parallel for schedule(static) if (out->n > INTRUS_OMP_MIN)
+  for (size_t i = 0; i < nids; i++)
+    memcpy(y + i * (size_t)d, tab + (size_t)ids[i] * d, (size_t)d * sizeof(float));
+
+  if (out->requires_grad) {
+    int32_t *copy = intrus_ctx_alloc(ctx, nids * sizeof(int32_t));
+    memcpy(copy, ids, nids * sizeof(int32_t));
+    out->aux = copy;
+  }
+  return out;
+}
+
+void intrus_embedding_backward(intrus_ctx *ctx, intrus_tensor *out) {
+  intrus_tensor *table = out->src[0];
+  if (!table->requires_grad) return;
+  const int d = table->shape[1];
+  const size_t nids = out->n / (size_t)(d ? d : 1);
+  const int32_t *ids = out->aux;
+  const float *dy = out->grad;
+  float *dt = intrus_tensor_grad(ctx, table);
+  /* Serial: repeated ids add into the same row, and a fixed order keeps the sums
+   * bitwise reproducible. The loop is O(n), far below the GEMMs around it. */
+  for (size_t i = 0; i < nids; i++) {
+    float *row = dt + (size_t)ids[i] * d;
+    const float *g = dy + i * (size_t)d;
+    for (int j = 0; j < d; j++) row[j] += g[j];
+  }
+}
+
+/* ---- layer norm ------------------------------------------------------------- */
+
+/* x: [..., d] viewed as [R, d]; gain, bias: [d]. y = (x - mean) * rstd * gain + bias
+ * with the biased variance, as torch.nn.LayerNorm. aux: mean [R], aux2: rstd [R]. */
+intrus_tensor *intrus_layer_norm(intrus_ctx *ctx, intrus_tensor *x, intrus_tensor *gain,
+                                 intrus_tensor *bias, float eps) {
+  INTRUS_CHECK(gain && bias, "layer_norm: gain and bias are required");
+  const int d = x->shape[x->ndim - 1];
+  INTRUS_CHECK(gain->ndim == 1 && gain->shape[0] == d && bias->ndim == 1 &&
+                   bias->shape[0] == d,
+               "layer_norm: x last dim %d, gain [%d]%s, bias [%d]%s", d, gain->shape[0],
+               gain->ndim == 1 ? "" : " (not 1-D)", bias->shape[0],
+               bias->ndim == 1 ? "" : " (not 1-D)");
+  INTRUS_CHECK(d > 0, "layer_norm: empty last dim");
+  intrus_tensor *out =
+      intrus_op_result(ctx, INTRUS_OP_LAYER_NORM, x->ndim, x->shape, x, gain, bias);
+  out->fp[0] = eps;
+  const size_t R = x->n / (size_t)d;
+  float *mean = intrus_ctx_alloc(ctx, R * sizeof(float));
+  float *rstd = intrus_ctx_alloc(ctx, R * sizeof(float));
+  const float *xs = x->data, *g = gain->data, *b = bias->data;
+  float *y = out->data;
+#pragma omp parallel for schedule(static) if (x->n > INTRUS_OMP_MIN)
+  for (size_t r = 0; r < R; r++) {
+    const float *xr = xs + r * (size_t)d;
+    float *yr = y + r * (size_t)d;
+    /* Two passes in double: the one-pass E[x^2] - E[x]^2 form cancels badly when
+     * the mean is large against the spread. */
+    double s = 0.0;
+    for (int j = 0; j < d; j++) s += xr[j];
+    const double mu = s / d;
+    double v = 0.0;
+    for (int j = 0; j < d; j++) {
+      double c = xr[j] - mu;
+      v += c * c;
+    }
+    const float m = (float)mu, rs = (float)(1.0 / sqrt(v / d + (double)eps));
+    mean[r] = m;
+    rstd[r] = rs;
+    for (int j = 0; j < d; j++) yr[j] = (xr[j] - m) * rs * g[j] + b[j];
+  }
+  out->aux = mean;
+  out->aux2 = rstd;
+  return out;
+}
+
+void intrus_layer_norm_backward(intrus_ctx *ctx, intrus_tensor *out) {
+  intrus_tensor *x = out->src[0], *gain = out->src[1], *bias = out->src[2];
+  const int d = x->shape[x->ndim - 1];
+  const size_t R = x->n / (size_t)d;
+  const float *mean = out->aux, *rstd = out->aux2;
+  const float *xs = x->data, *g = gain->data, *dy = out->grad;
+
+  if (x->requires_grad) {
+    /* With xh = (x - mean) * rstd and gy = dy * gain:
+     * dx = rstd * (gy - mean_j(gy) - xh * mean_j(gy * xh)). */
+    float *dx = intrus_tensor_grad(ctx, x);
+#pragma omp parallel for schedule(static) if (x->n > INTRUS_OMP_MIN)
+    for (size_t r = 0; r < R; r++) {
+      const float *xr = xs + r * (size_t)d, *dyr = dy + r * (size_t)d;
+      float *dxr = dx + r * (size_t)d;
+      const float m = mean[r], rs = rstd[r];
+      double sg = 0.0, sgx = 0.0;
+      for (int j = 0; j < d; j++) {
+        float gy = dyr[j] * g[j], xh = (xr[j] - m) * rs;
+        sg += gy;
+        sgx += (double)gy * xh;
+      }
+      const float mg = (float)(sg / d), mgx = (float)(sgx / d);
+      for (int j = 0; j < d; j++) {
+        float gy = dyr[j] * g[j], xh = (xr[j] - m) * rs;
+        dxr[j] += rs * (gy - mg - xh * mgx);
+      }
+    }
+  }
+  if (gain->requires_grad || bias->requires_grad) {
+    /* Reductions over rows run serially, row by row, so the sums do not depend on the
+     * thread count; the inner loop over d vectorises. */
+    float *dg = gain->requires_grad ? intrus_tensor_grad(ctx, gain) : NULL;
+    float *db = bias->requires_grad ? intrus_tensor_grad(ctx, bias) : NULL;
+    for (size_t r = 0; r < R; r++) {
+      const float *xr = xs + r * (size_t)d, *dyr = dy + r * (size_t)d;
+      const float m = mean[r], rs = rstd[r];
+      if (dg)
+        for (int j = 0; j < d; j++) dg[j] += dyr[j] * ((xr[j] - m) * rs);
+      if (db)
+        for (int j = 0; j < d; j++) db[j] += dyr[j];
+    }
+  }
+}

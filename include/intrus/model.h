@@ -1,0 +1,47 @@
+/* A model: an encoder plugin and a decoder plugin over one parameter set, built from the
+ * experiment's `model` group:
+ *
+ *   model: {
+ *     d_model = 256;
+ *     encoder: { plugin = "transformer"; ... the plugin's own settings ... };
+ *     decoder: { plugin = "autoregressive"; ... };
+ *   };
+ */
+#ifndef INTRUS_MODEL_H
+#define INTRUS_MODEL_H
+
+#include <stdint.h>
+
+#include "intrus/config.h"
+#include "intrus/params.h"
+#include "intrus/plugin.h"
+#include "intrus/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct intrus_model;
+
+/* Loads the two plugins named in cfg (the `model` group) from the search path, creates
+ * them, finalises the parameters with seed. Reads the group strictly. */
+enum intrus_status intrus_model_create(const intrus_cfg *cfg,
+                                       const struct intrus_plugin_search *search,
+                                       int src_vocab, int tgt_vocab, uint64_t seed,
+                                       struct intrus_model **out, struct intrus_error *err);
+void intrus_model_destroy(struct intrus_model *m);
+
+struct intrus_params *intrus_model_params(struct intrus_model *m);
+int intrus_model_d(const struct intrus_model *m);
+
+/* Encodes src and returns the decoder's training loss for tgt. */
+enum intrus_status intrus_model_loss(struct intrus_model *m, intrus_ctx *ctx,
+                                     const struct intrus_src_batch *src,
+                                     const struct intrus_tgt_batch *tgt,
+                                     const struct intrus_train_opts *opts,
+                                     struct intrus_loss_out *out, struct intrus_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,98 @@
+/* Transformer building blocks over the tensor engine, shared by the plugins: each is a
+ * parameter struct, an _init that registers its parameters, and a _forward. Shapes:
+ * B batch, T / S sequence lengths, d model width, H heads, Dh = d / H. */
+#ifndef INTRUS_NN_H
+#define INTRUS_NN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "intrus/params.h"
+#include "intrus/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct intrus_linear {
+  intrus_tensor *w; /* [in, out] */
+  intrus_tensor *b; /* [out] or NULL */
+};
+void intrus_linear_init(struct intrus_linear *l, struct intrus_params *p, const char *name,
+                        int in, int out, bool bias);
+/* x [..., in] -> [..., out] */
+intrus_tensor *intrus_linear_forward(intrus_ctx *ctx, const struct intrus_linear *l,
+                                     intrus_tensor *x);
+
+struct intrus_norm {
+  intrus_tensor *gain, *bias; /* [d] */
+};
+void intrus_norm_init(struct intrus_norm *n, struct intrus_params *p, const char *name, int d);
+intrus_tensor *intrus_norm_forward(intrus_ctx *ctx, const struct intrus_norm *n,
+                                   intrus_tensor *x);
+
+struct intrus_attention {
+  struct intrus_linear q, k, v, o;
+  int d_model, heads;
+};
+void intrus_attention_init(struct intrus_attention *a, struct intrus_params *p,
+                           const char *name, int d_model, int heads);
+/* q_in [B, Tq, d], kv_in [B, Tk, d]; key_mask [B, Tk] bytes (1 = attend) or NULL;
+ * causal: query i sees keys <= i. Dropout p on the attention weights.
+ * Returns [B, Tq, d]. */
+intrus_tensor *intrus_attention_forward(intrus_ctx *ctx, const struct intrus_attention *a,
+                                        intrus_tensor *q_in, intrus_tensor *kv_in,
+                                        const uint8_t *key_mask, bool causal, float dropout);
+
+struct intrus_ffn {
+  struct intrus_linear in, out;
+};
+void intrus_ffn_init(struct intrus_ffn *f, struct intrus_params *p, const char *name,
+                     int d_model, int d_ff);
+/* x [..., d] -> ReLU(x W1 + b1) (dropout) W2 + b2 */
+intrus_tensor *intrus_ffn_forward(intrus_ctx *ctx, const struct intrus_ffn *f,
+                                  intrus_tensor *x, float dropout);
+
+/* Pre-norm Transformer layers (norm -> sublayer -> dropout -> residual). */
+struct intrus_encoder_layer {
+  struct intrus_norm n_attn, n_ffn;
+  struct intrus_attention attn;
+  struct intrus_ffn ffn;
+};
+void intrus_encoder_layer_init(struct intrus_encoder_layer *l, struct intrus_params *p,
+                               const char *name, int d_model, int heads, int d_ff);
+intrus_tensor *intrus_encoder_layer_forward(intrus_ctx *ctx,
+                                            const struct intrus_encoder_layer *l,
+                                            intrus_tensor *x, const uint8_t *mask,
+                                            float dropout);
+
+struct intrus_decoder_layer {
+  struct intrus_norm n_self, n_cross, n_ffn;
+  struct intrus_attention self, cross;
+  struct intrus_ffn ffn;
+};
+void intrus_decoder_layer_init(struct intrus_decoder_layer *l, struct intrus_params *p,
+                               const char *name, int d_model, int heads, int d_ff);
+/* x [B, T, d]; self_mask [B, T] (1 = real token); causal masks the future;
+ * mem [B, S, d] with mem_mask [B, S]. */
+intrus_tensor *intrus_decoder_layer_forward(intrus_ctx *ctx,
+                                            const struct intrus_decoder_layer *l,
+                                            intrus_tensor *x, const uint8_t *self_mask,
+                                            bool causal, intrus_tensor *mem,
+                                            const uint8_t *mem_mask, float dropout);
+
+/* Sinusoidal position table [T, d] (Vaswani et al.: sin on even, cos on odd columns),
+ * as a constant arena tensor. */
+intrus_tensor *intrus_positions(intrus_ctx *ctx, int T, int d);
+
+/* ids [B, T] -> table[ids] * sqrt(d) + positions, then dropout. table [V, d]. */
+intrus_tensor *intrus_embed_tokens(intrus_ctx *ctx, intrus_tensor *table, const int32_t *ids,
+                                   int B, int T, float dropout);
+
+/* [B, T] bytes from lengths: 1 where t < lens[b]. Arena memory. */
+uint8_t *intrus_length_mask(intrus_ctx *ctx, const int *lens, int B, int T);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

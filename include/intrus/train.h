@@ -1,0 +1,52 @@
+/* Training an experiment: reads the `data`, `model` and `train` groups of an experiment
+ * file strictly, writes the effective config into the run directory, trains with Adam
+ * and the warm-up schedule, validates periodically, and checkpoints (resuming from the
+ * run directory's checkpoint when there is one).
+ *
+ *   data:  { kind = "synthetic"; task = "copy" | "reverse" | "sort"; vocab = 16;
+ *            min_len = 2; max_len = 8; valid_size = 256; };
+ *   train: { steps = 1000; batch = 32; lr = 1e-3; warmup = 100; clip = 1.0;
+ *            label_smoothing = 0.0; direction = "l2r" | "r2l"; log_every = 50;
+ *            valid_every = 200; checkpoint_every = 200; };
+ */
+#ifndef INTRUS_TRAIN_H
+#define INTRUS_TRAIN_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "intrus/config.h"
+#include "intrus/plugin.h"
+#include "intrus/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct intrus_train_options {
+  const char *run_dir;               /* created if missing */
+  const struct intrus_plugin_search *search;
+  FILE *progress;                    /* progress lines (NULL = quiet) */
+  long max_steps;                    /* stop after this step even if train.steps is more
+                                        (0 = no limit); the checkpoint stays resumable */
+  /* Called after every step with the step's training loss (tests, logs). */
+  void (*on_step)(long step, double loss, void *user);
+  void *user;
+};
+
+struct intrus_train_result {
+  long steps_done;        /* the step count reached (including resumed steps) */
+  long resumed_from;      /* 0 for a fresh run */
+  double last_loss;       /* training loss of the last step */
+  double valid_loss;      /* per-token validation loss at the end */
+  double seconds;         /* wall time of this invocation */
+  double tokens_per_s;    /* target tokens per second over this invocation */
+};
+
+enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_train_options *opt,
+                                struct intrus_train_result *res, struct intrus_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

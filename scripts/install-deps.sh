@@ -1,0 +1,14 @@
+#!/bin/sh
+# Installs the Debian 12 packages intrus needs to build, test and run (as root).
+#   sudo scripts/install-deps.sh
+set -eu
+PACKAGES="build-essential autoconf automake libtool libltdl-dev pkg-config \
+libopenblas-dev libconfig-dev valgrind"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps.sh: run as root (sudo $0)" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $PACKAGES
