@@ -29,8 +29,8 @@ static double now_s(void) {
     do {                                                               \
       double t0 = now_s();                                             \
       __VA_ARGS__;                                                     \
-      double t = now_s() - t0;                                         \
-      if (t < best) best = t;                                          \
+      double dt_ = now_s() - t0;                                       \
+      if (dt_ < best) best = dt_;                                      \
     } while (now_s() - start_all < (min_s));                           \
   } while (0)
 

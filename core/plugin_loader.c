@@ -214,7 +214,8 @@ static char *la_shared_object(const char *la, char *out, size_t cap) {
   if (!dlname) {
     snprintf(out, cap, "not a libtool module file: it has no dlname= line");
   } else if (!*dlname) {
-    snprintf(out, cap, "the module was built without a shared object (link it with -module)");
+    snprintf(out, cap, "it names no shared object: the module was built static-only (link it "
+                       "with -rpath and build shared)");
   } else {
     const char *slash = strrchr(la, '/');
     char *dir = slash ? xstrndup(la, (size_t)(slash - la)) : xstrdup(".");
@@ -268,6 +269,7 @@ static struct intrus_plugin *open_locked(const char *path, enum intrus_status *s
 
   lt_dladvise advise;
   lt_dlhandle h = NULL;
+  (void)lt_dlerror(); /* drop a stale message, e.g. from an earlier failed lt_dlsym */
   if (lt_dladvise_init(&advise) == 0) {
     /* ext: accept ".la" or the platform's shared-object suffix. local: keep each
      * plugin's symbols out of the global namespace so two plugins that happen to

@@ -1,5 +1,6 @@
 # plugin: the module loader, `intrus plugins`, and the loader's tests. The template
-# plugin's own lines live in plugins/template/Makefile.inc (included from Makefile.am).
+# plugin's own lines live in plugins/template/Makefile.inc, included at the end (include
+# it from one place only: automake rejects the variables being defined twice).
 core_libintrus_la_SOURCES += core/plugin_loader.c
 intrus_SOURCES += core/cmd_plugins.c
 
@@ -25,4 +26,6 @@ TESTS += tests/test_plugin
 tests_test_plugin_SOURCES = tests/test_plugin.c
 tests_test_plugin_LDADD = core/libintrus.la
 EXTRA_DIST += plugins/template/README.md
-include plugins/template/Makefile.inc # TEMP-PLUGIN-HELPER
+
+# The template encoder plugin (tests/test_plugin loads it).
+include plugins/template/Makefile.inc

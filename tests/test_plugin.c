@@ -460,7 +460,8 @@ static void test_command(void) {
   EXPECT_CONTAINS(out, "encoder_abibad.la: plugin ABI");
   EXPECT_CONTAINS(out, "template");
 
-  rc = run_intrus("plugins --plugin-path=/nonexistent --kind=order --kind encoder", out, sizeof out);
+  rc = run_intrus("plugins --plugin-path=/nonexistent --kind=order --kind encoder", out,
+                  sizeof out);
   EXPECT(rc == 0, "= forms: exit %d\n%s", rc, out);
   EXPECT_CONTAINS(out, "/nonexistent  (does not exist)");
 
