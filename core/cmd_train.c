@@ -68,6 +68,17 @@ static int parse_train_args(const char *cmd, int argc, char **argv, struct train
   return INTRUS_EXIT_OK;
 }
 
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
 static int train_or_run(const char *cmd, int argc, char **argv) {
   struct train_args a;
   int rc = parse_train_args(cmd, argc, argv, &a);
@@ -83,9 +94,11 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
     intrus_config_free(cfg);
     return intrus_cli_fail(cmd, &err);
   }
-  char run_dir[4096];
+  /* The config owns name; keep a copy for the report after it is freed. */
+  char exp_name[256], run_dir[4096];
+  snprintf(exp_name, sizeof exp_name, "%s", name);
   if (a.run_dir) snprintf(run_dir, sizeof run_dir, "%s", a.run_dir);
-  else snprintf(run_dir, sizeof run_dir, "runs/%s", name);
+  else snprintf(run_dir, sizeof run_dir, "runs/%s", exp_name);
   struct intrus_plugin_search *search =
       intrus_cli_search_path(a.plugin_path, *exp_plugin_path ? exp_plugin_path : NULL);
   struct intrus_train_options opt = {.run_dir = run_dir, .search = search,
@@ -96,10 +109,14 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
   intrus_plugin_search_free(search);
   intrus_config_free(cfg);
   if (st) return intrus_cli_fail(cmd, &err);
-  printf("%s: %ld steps (resumed from %ld), last train loss %.4f, valid loss %.4f, "
-         "%.0f tokens/s, %.1f s\n",
-         name, res.steps_done, res.resumed_from, res.last_loss, res.valid_loss,
-         res.tokens_per_s, res.seconds);
+  if (res.steps_done == res.resumed_from)
+    printf("%s: already trained to step %ld (%s); valid loss %.4f\n", exp_name, res.steps_done,
+           run_dir, res.valid_loss);
+  else
+    printf("%s: %ld steps (resumed from %ld), last train loss %.4f, valid loss %.4f, "
+           "%.0f tokens/s, %.1f s\n",
+           exp_name, res.steps_done, res.resumed_from, res.last_loss, res.valid_loss,
+           res.tokens_per_s, res.seconds);
   if (strcmp(cmd, "run") == 0) {
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/results.json", run_dir);
@@ -109,10 +126,10 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
       intrus_error_set(&err, INTRUS_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
       return intrus_cli_fail(cmd, &err);
     }
-    fprintf(f,
-            "{\"experiment\": \"%s\", \"steps\": %ld, \"train_loss\": %.6f, "
-            "\"valid_loss\": %.6f}\n",
-            name, res.steps_done, res.last_loss, res.valid_loss);
+    fputs("{\"experiment\": ", f);
+    json_string(f, exp_name);
+    fprintf(f, ", \"steps\": %ld, \"train_loss\": %.6f, \"valid_loss\": %.6f}\n",
+            res.steps_done, res.last_loss, res.valid_loss);
     bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
     if (!ok || rename(tmp, path) != 0) {

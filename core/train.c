@@ -176,13 +176,16 @@ static enum intrus_status make_dir(const char *dir, struct intrus_error *err) {
 }
 
 static enum intrus_status save_checkpoint(const char *path, uint64_t fp,
-                                          struct intrus_model *m, long step,
+                                          struct intrus_model *m, long step, double last_loss,
                                           struct intrus_error *err) {
+  uint64_t loss_bits;
+  memcpy(&loss_bits, &last_loss, sizeof loss_bits);
   struct intrus_ckpt_writer *w;
   enum intrus_status st = intrus_ckpt_begin(path, fp, &w, err);
   if (st) return st;
   if ((st = intrus_ckpt_put_params(w, intrus_model_params(m), true, err)) ||
-      (st = intrus_ckpt_put_u64(w, "step", (uint64_t)step, err))) {
+      (st = intrus_ckpt_put_u64(w, "step", (uint64_t)step, err)) ||
+      (st = intrus_ckpt_put_u64(w, "last_loss", loss_bits, err))) {
     intrus_ckpt_abort(w);
     return st;
   }
@@ -235,8 +238,12 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
     uint64_t saved = 0;
     if ((st = intrus_ckpt_read(ckpt_path, true, fp, &ck, err))) goto done;
     st = intrus_ckpt_get_params(ck, params, true, err);
-    if (!st && !intrus_ckpt_u64(ck, "step", &saved))
-      st = intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: no 'step' record", ckpt_path);
+    uint64_t loss_bits;
+    if (!st && (!intrus_ckpt_u64(ck, "step", &saved) || !intrus_ckpt_u64(ck, "last_loss", &loss_bits)))
+      st = intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: no 'step' or 'last_loss' record",
+                            ckpt_path);
+    else if (!st)
+      memcpy(&res->last_loss, &loss_bits, sizeof loss_bits);
     intrus_ckpt_free(ck);
     if (st) goto done;
     step = (long)saved;
@@ -311,7 +318,7 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
     }
     if (validate_now) res->valid_loss = vloss;
     if (step % tc.checkpoint_every == 0 || step == stop)
-      if ((st = save_checkpoint(ckpt_path, fp, model, step, err))) goto done;
+      if ((st = save_checkpoint(ckpt_path, fp, model, step, res->last_loss, err))) goto done;
   }
   res->steps_done = step;
   res->seconds = now_s() - t0;
