@@ -1,8 +1,8 @@
 # plugin: the module loader, `intrus plugins`, and the loader's tests. The template
 # plugin's own lines live in plugins/template/Makefile.inc, included at the end (include
 # it from one place only: automake rejects the variables being defined twice).
-core_libintrus_la_SOURCES += core/plugin_loader.c
-intrus_SOURCES += core/cmd_plugins.c
+src_libintrus_la_SOURCES += src/plugin_loader.c
+intrus_SOURCES += src/cmd_plugins.c
 
 # Broken modules the loader must reject. -rpath makes libtool build real shared
 # objects (check_LTLIBRARIES are otherwise convenience archives); the directory is never
@@ -24,7 +24,7 @@ tests_plugins_encoder_misnamed_la_LDFLAGS = $(TEST_MODULE_FLAGS)
 check_PROGRAMS += tests/test_plugin
 TESTS += tests/test_plugin
 tests_test_plugin_SOURCES = tests/test_plugin.c
-tests_test_plugin_LDADD = core/libintrus.la
+tests_test_plugin_LDADD = src/libintrus.la
 EXTRA_DIST += plugins/template/README.md
 
 # The template encoder plugin (tests/test_plugin loads it).

@@ -1,5 +1,5 @@
-/* Forward values of the ops in core/ops_linalg.c, core/ops_elementwise.c and
- * core/ops_shape.c (their gradients are checked by test_gradcheck): matmul against a
+/* Forward values of the ops in src/ops_linalg.c, src/ops_elementwise.c and
+ * src/ops_shape.c (their gradients are checked by test_gradcheck): matmul against a
  * naive product, activations against PyTorch, dropout's statistics and determinism,
  * and the shape ops' data layout. */
 #include <stdint.h>

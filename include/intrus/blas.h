@@ -1,5 +1,5 @@
 /* The one door to BLAS: every matrix product in intrus goes through intrus_gemm, and
- * core/blas.c is the only file that calls cblas_sgemm. */
+ * src/blas.c is the only file that calls cblas_sgemm. */
 #ifndef INTRUS_BLAS_H
 #define INTRUS_BLAS_H
 
