@@ -25,7 +25,7 @@ extern "C" {
 #endif
 
 #define INTRUS_ABI_MAJOR 1
-#define INTRUS_ABI_MINOR 0
+#define INTRUS_ABI_MINOR 1
 
 #define INTRUS_PLUGIN_DESC(module) module##_LTX_intrus_plugin_desc
 #define INTRUS_PLUGIN_SYMBOL "intrus_plugin_desc"
@@ -116,6 +116,40 @@ struct intrus_decoder_vtable {
                              const struct intrus_tgt_batch *tgt,
                              const struct intrus_train_opts *opts, struct intrus_loss_out *out,
                              struct intrus_error *err);
+};
+
+/* ---- evaluators (ABI 1.1) ----------------------------------------------------
+ * An evaluator turns each segment (a hypothesis and its references) into a fixed-size
+ * vector of sufficient statistics; corpus scores are computed from the sum of those
+ * vectors over segments. That split lets the core run paired bootstrap resampling
+ * for any metric: resample segments, sum their statistics, score. */
+
+#define INTRUS_EVAL_MAX_SCORES 16
+
+struct intrus_eval_scores {
+  int count;
+  const char *names[INTRUS_EVAL_MAX_SCORES];  /* "BLEU", "P1".."P4", "BP", "ratio", ... */
+  double values[INTRUS_EVAL_MAX_SCORES];
+  char signature[256];  /* e.g. sacreBLEU's "nrefs:1|case:mixed|eff:no|tok:13a|..." */
+};
+
+struct intrus_evaluator_vtable {
+  /* cfg: the evaluator's settings group (may be NULL: all defaults). */
+  enum intrus_status (*create)(const intrus_cfg *cfg, void **self, struct intrus_error *err);
+  void (*destroy)(void *self);
+  /* Doubles per segment. */
+  int (*stats_size)(void *self);
+  /* Optional (may be NULL): sees every segment's references once before any
+   * segment_stats call (for metrics with corpus-level weights, e.g. CIDEr-D's document
+   * frequencies). refs[i] has nrefs strings. */
+  enum intrus_status (*prepare)(void *self, int nseg, const char *const *const *refs,
+                                int nrefs, struct intrus_error *err);
+  /* hyp and refs are detokenised UTF-8 lines. stats: stats_size doubles. */
+  enum intrus_status (*segment_stats)(void *self, const char *hyp, const char *const *refs,
+                                      int nrefs, double *stats, struct intrus_error *err);
+  /* Corpus scores from statistics summed over segments. */
+  enum intrus_status (*score)(void *self, const double *sum, struct intrus_eval_scores *out,
+                              struct intrus_error *err);
 };
 
 /* ---- loading ---------------------------------------------------------------- */
