@@ -9,7 +9,7 @@ struct intrus_model {
   const struct intrus_decoder_vtable *dec;
   void *enc_self, *dec_self;
   struct intrus_params *params;
-  int d_model;
+  int d_model, tgt_vocab;
 };
 
 /* Reads `plugin` from a component group and loads that plugin. */
@@ -48,6 +48,7 @@ enum intrus_status intrus_model_create(const intrus_cfg *cfg,
   struct intrus_model *m = calloc(1, sizeof *m);
   if (!m) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
   m->d_model = (int)d;
+  m->tgt_vocab = tgt_vocab;
   m->params = intrus_params_create();
   const intrus_cfg *eg, *dg;
   if ((st = load_component(cfg, "encoder", INTRUS_KIND_ENCODER, search, &eg, &m->enc_plugin,
@@ -92,7 +93,20 @@ enum intrus_status intrus_model_loss(struct intrus_model *m, intrus_ctx *ctx,
                                      const struct intrus_train_opts *opts,
                                      struct intrus_loss_out *out, struct intrus_error *err) {
   struct intrus_memory mem;
-  enum intrus_status st = m->enc->encode(m->enc_self, ctx, src, &mem, err);
+  enum intrus_status st = intrus_model_encode(m, ctx, src, &mem, err);
   if (st) return st;
   return m->dec->loss(m->dec_self, ctx, &mem, tgt, opts, out, err);
 }
+
+enum intrus_status intrus_model_encode(struct intrus_model *m, intrus_ctx *ctx,
+                                       const struct intrus_src_batch *src,
+                                       struct intrus_memory *mem, struct intrus_error *err) {
+  return m->enc->encode(m->enc_self, ctx, src, mem, err);
+}
+
+const struct intrus_decoder_vtable *intrus_model_decoder(struct intrus_model *m, void **self) {
+  *self = m->dec_self;
+  return m->dec;
+}
+
+int intrus_model_tgt_vocab(const struct intrus_model *m) { return m->tgt_vocab; }

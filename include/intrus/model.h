@@ -41,6 +41,15 @@ enum intrus_status intrus_model_loss(struct intrus_model *m, intrus_ctx *ctx,
                                      const struct intrus_train_opts *opts,
                                      struct intrus_loss_out *out, struct intrus_error *err);
 
+/* The encoder's output for src (no grad when ctx's grad is off). */
+enum intrus_status intrus_model_encode(struct intrus_model *m, intrus_ctx *ctx,
+                                       const struct intrus_src_batch *src,
+                                       struct intrus_memory *mem, struct intrus_error *err);
+
+/* The decoder's vtable and instance, for search strategies. */
+const struct intrus_decoder_vtable *intrus_model_decoder(struct intrus_model *m, void **self);
+int intrus_model_tgt_vocab(const struct intrus_model *m);
+
 #ifdef __cplusplus
 }
 #endif

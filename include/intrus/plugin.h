@@ -116,6 +116,23 @@ struct intrus_decoder_vtable {
                              const struct intrus_tgt_batch *tgt,
                              const struct intrus_train_opts *opts, struct intrus_loss_out *out,
                              struct intrus_error *err);
+
+  /* ABI 1.1, optional (NULL when the decoder has no incremental mode): left-to-right
+   * step decoding for search strategies. The decoder only steps and keeps its state
+   * (caches); choosing hypotheses is the search's business.
+   *
+   * start: prepares a state for mem->batch sentences with `rows_per_sentence`
+   * hypothesis rows each (row r belongs to sentence r / rows_per_sentence). The state
+   * copies what it needs from mem: the caller may reset ctx between steps. */
+  enum intrus_status (*start)(void *self, intrus_ctx *ctx, const struct intrus_memory *mem,
+                              int rows_per_sentence, int max_steps, void **state,
+                              struct intrus_error *err);
+  /* One step for every row: row r first takes over the cache of row parents[r] (parents
+   * NULL = unchanged), then consumes tokens[r] (INTRUS_BOS at the first step) and writes
+   * log-probabilities of the next token, [rows, tgt_vocab], to logp. */
+  enum intrus_status (*step)(void *self, void *state, intrus_ctx *ctx, const int32_t *parents,
+                             const int32_t *tokens, float *logp, struct intrus_error *err);
+  void (*finish)(void *self, void *state);
 };
 
 /* ---- evaluators (ABI 1.1) ----------------------------------------------------

@@ -5,7 +5,9 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "intrus/blas.h"
 #include "intrus/nn.h"
 #include "intrus/plugin.h"
 
@@ -124,8 +126,228 @@ static enum intrus_status dec_loss(void *self, intrus_ctx *ctx, const struct int
   return INTRUS_OK;
 }
 
+/* ---- incremental decoding ---------------------------------------------------------
+ * Keys and values of the self-attention are cached per row, so a step costs one
+ * position instead of the whole prefix; the cross-attention keys and values of the
+ * encoder memory are computed once at start. Attention products go through
+ * intrus_gemm; the projections, norms and feed-forward use the engine's ops with
+ * grad off. */
+
+struct step_state {
+  int B, per, rows, S, Tmax, t, H, Dh;
+  float *kself, *vself;   /* [layers][rows][H][Tmax][Dh] */
+  float *kswap, *vswap;   /* same size: target of the row reordering */
+  float *kcross, *vcross; /* [layers][B][H][S][Dh] */
+  uint8_t *mem_mask;      /* [B, S] */
+  float *scores;          /* [rows * H * max(Tmax, S)] */
+};
+
+static size_t self_layer_floats(const struct step_state *st) {
+  return (size_t)st->rows * st->H * st->Tmax * st->Dh;
+}
+
+/* [n, d] rows -> [H][n][Dh] blocks at dst (one sentence's memory projected). */
+static void split_heads_copy(const float *src, int n, int H, int Dh, float *dst) {
+  for (int i = 0; i < n; i++)
+    for (int h = 0; h < H; h++)
+      memcpy(dst + ((size_t)h * n + i) * Dh, src + (size_t)i * H * Dh + (size_t)h * Dh,
+             (size_t)Dh * sizeof(float));
+}
+
+static void dec_finish(void *self, void *state) {
+  (void)self;
+  struct step_state *st = state;
+  if (!st) return;
+  free(st->kself);
+  free(st->vself);
+  free(st->kswap);
+  free(st->vswap);
+  free(st->kcross);
+  free(st->vcross);
+  free(st->mem_mask);
+  free(st->scores);
+  free(st);
+}
+
+static enum intrus_status dec_start(void *self, intrus_ctx *ctx, const struct intrus_memory *mem,
+                                    int per, int max_steps, void **state,
+                                    struct intrus_error *err) {
+  struct decoder *dc = self;
+  struct step_state *st = calloc(1, sizeof *st);
+  if (!st) return intrus_error_set(err, INTRUS_ERR_NOMEM, "decoder: out of memory");
+  st->B = mem->batch;
+  st->per = per;
+  st->rows = mem->batch * per;
+  st->S = mem->len;
+  st->Tmax = max_steps;
+  st->H = dc->heads;
+  st->Dh = dc->d / dc->heads;
+  size_t self_n = (size_t)dc->layers * self_layer_floats(st);
+  size_t cross_n = (size_t)dc->layers * st->B * st->S * dc->d;
+  int widest = st->Tmax > st->S ? st->Tmax : st->S;
+  st->kself = malloc(self_n * sizeof(float));
+  st->vself = malloc(self_n * sizeof(float));
+  st->kswap = malloc(self_n * sizeof(float));
+  st->vswap = malloc(self_n * sizeof(float));
+  st->kcross = malloc(cross_n * sizeof(float));
+  st->vcross = malloc(cross_n * sizeof(float));
+  st->mem_mask = malloc((size_t)st->B * st->S);
+  st->scores = malloc((size_t)st->rows * st->H * widest * sizeof(float));
+  if (!st->kself || !st->vself || !st->kswap || !st->vswap || !st->kcross || !st->vcross ||
+      !st->mem_mask || !st->scores) {
+    dec_finish(self, st);
+    return intrus_error_set(err, INTRUS_ERR_NOMEM,
+                            "decoder: out of memory for the decoding cache (%zu MB)",
+                            (4 * self_n + 2 * cross_n) * sizeof(float) >> 20);
+  }
+  memcpy(st->mem_mask, mem->mask, (size_t)st->B * st->S);
+  bool grad = intrus_ctx_grad_enabled(ctx);
+  intrus_ctx_set_grad(ctx, false);
+  size_t per_layer = (size_t)st->B * st->S * dc->d;
+  for (int l = 0; l < dc->layers; l++) {
+    intrus_tensor *k = intrus_linear_forward(ctx, &dc->layer[l].cross.k, mem->states);
+    intrus_tensor *v = intrus_linear_forward(ctx, &dc->layer[l].cross.v, mem->states);
+    for (int b = 0; b < st->B; b++) {
+      size_t off = (size_t)b * st->S * dc->d;
+      split_heads_copy(k->data + off, st->S, st->H, st->Dh, st->kcross + l * per_layer + off);
+      split_heads_copy(v->data + off, st->S, st->H, st->Dh, st->vcross + l * per_layer + off);
+    }
+  }
+  intrus_ctx_set_grad(ctx, grad);
+  *state = st;
+  return INTRUS_OK;
+}
+
+/* Softmax over n scores in place; masked entries (mask[j] == 0) get 0. */
+static void softmax_row(float *x, int n, const uint8_t *mask) {
+  float mx = -INFINITY;
+  for (int j = 0; j < n; j++)
+    if ((!mask || mask[j]) && x[j] > mx) mx = x[j];
+  double sum = 0.0;
+  for (int j = 0; j < n; j++) {
+    x[j] = (!mask || mask[j]) ? expf(x[j] - mx) : 0.0f;
+    sum += x[j];
+  }
+  float inv = sum > 0 ? (float)(1.0 / sum) : 0.0f;
+  for (int j = 0; j < n; j++) x[j] *= inv;
+}
+
+/* Self-attention of one new position per row against the cache (positions 0..t). */
+static void self_attend(struct step_state *st, int l, const float *q, float *out) {
+  int H = st->H, Dh = st->Dh, n = st->t + 1, d = H * Dh;
+  float scale = 1.0f / sqrtf((float)Dh);
+  const float *K = st->kself + l * self_layer_floats(st);
+  const float *V = st->vself + l * self_layer_floats(st);
+  /* One product per (row, head): q [1, Dh] x K[row, head, 0..t]^T. */
+  intrus_gemm_batched(st->rows * H, false, true, 1, n, Dh, scale, q, d, Dh, K, Dh,
+                      (long)st->Tmax * Dh, 0.0f, st->scores, n, n);
+  for (int i = 0; i < st->rows * H; i++) softmax_row(st->scores + (size_t)i * n, n, NULL);
+  intrus_gemm_batched(st->rows * H, false, false, 1, Dh, n, 1.0f, st->scores, n, n, V, Dh,
+                      (long)st->Tmax * Dh, 0.0f, out, d, Dh);
+}
+
+/* Cross-attention: the rows of sentence b share its memory keys and values. */
+static void cross_attend(struct step_state *st, int l, const float *q, float *out) {
+  int H = st->H, Dh = st->Dh, S = st->S, d = H * Dh, per = st->per;
+  float scale = 1.0f / sqrtf((float)Dh);
+  size_t per_layer = (size_t)st->B * S * d;
+  for (int b = 0; b < st->B; b++)
+    for (int h = 0; h < H; h++) {
+      const float *K = st->kcross + l * per_layer + ((size_t)b * H + h) * S * Dh;
+      const float *V = st->vcross + l * per_layer + ((size_t)b * H + h) * S * Dh;
+      const float *qb = q + (size_t)b * per * d + (size_t)h * Dh;
+      float *sc = st->scores;
+      intrus_gemm(false, true, per, S, Dh, scale, qb, d, K, Dh, 0.0f, sc, S);
+      for (int r = 0; r < per; r++) softmax_row(sc + (size_t)r * S, S, st->mem_mask + (size_t)b * S);
+      intrus_gemm(false, false, per, Dh, S, 1.0f, sc, S, V, Dh, 0.0f,
+                  out + (size_t)b * per * d + (size_t)h * Dh, d);
+    }
+}
+
+static void reorder_rows(struct step_state *st, int layers, const int32_t *parents) {
+  bool identity = true;
+  for (int r = 0; r < st->rows && identity; r++) identity = parents[r] == r;
+  if (identity || st->t == 0) return;
+  size_t row = (size_t)st->H * st->Tmax * st->Dh, layer = self_layer_floats(st);
+  for (int l = 0; l < layers; l++)
+    for (int r = 0; r < st->rows; r++)
+      for (int h = 0; h < st->H; h++) {
+        size_t dst = l * layer + r * row + (size_t)h * st->Tmax * st->Dh;
+        size_t src = l * layer + (size_t)parents[r] * row + (size_t)h * st->Tmax * st->Dh;
+        memcpy(st->kswap + dst, st->kself + src, (size_t)st->t * st->Dh * sizeof(float));
+        memcpy(st->vswap + dst, st->vself + src, (size_t)st->t * st->Dh * sizeof(float));
+      }
+  float *k = st->kself, *v = st->vself;
+  st->kself = st->kswap;
+  st->vself = st->vswap;
+  st->kswap = k;
+  st->vswap = v;
+}
+
+/* Writes a [rows, d] projection into the cache at position t. */
+static void cache_store(struct step_state *st, float *cache, const float *x) {
+  size_t row = (size_t)st->H * st->Tmax * st->Dh;
+  for (int r = 0; r < st->rows; r++)
+    for (int h = 0; h < st->H; h++)
+      memcpy(cache + r * row + ((size_t)h * st->Tmax + st->t) * st->Dh,
+             x + (size_t)r * st->H * st->Dh + (size_t)h * st->Dh, (size_t)st->Dh * sizeof(float));
+}
+
+static enum intrus_status dec_step(void *self, void *state, intrus_ctx *ctx,
+                                   const int32_t *parents, const int32_t *tokens, float *logp,
+                                   struct intrus_error *err) {
+  struct decoder *dc = self;
+  struct step_state *st = state;
+  if (st->t >= st->Tmax)
+    return intrus_error_set(err, INTRUS_ERR_INVALID, "decoder: step %d beyond max_steps %d",
+                            st->t + 1, st->Tmax);
+  for (int r = 0; r < st->rows; r++)
+    if (tokens[r] < 0 || tokens[r] >= dc->vocab)
+      return intrus_error_set(err, INTRUS_ERR_INVALID, "decoder: token id %d out of range",
+                              tokens[r]);
+  if (parents) reorder_rows(st, dc->layers, parents);
+  bool grad = intrus_ctx_grad_enabled(ctx), training = intrus_ctx_training(ctx);
+  intrus_ctx_set_grad(ctx, false);
+  intrus_ctx_set_training(ctx, false);
+  int rows = st->rows, d = dc->d;
+  int shape1[2] = {rows, 1}, shape2[2] = {rows, d};
+  intrus_tensor *x = intrus_embedding(ctx, dc->embed, tokens, 2, shape1);
+  x = intrus_reshape(ctx, x, 2, shape2);
+  x = intrus_scale(ctx, x, sqrtf((float)d));
+  intrus_tensor *pos = intrus_positions(ctx, st->t + 1, d);
+  int dshape[1] = {d};
+  x = intrus_add(ctx, x, intrus_tensor_from(ctx, 1, dshape, pos->data + (size_t)st->t * d));
+  size_t layer_floats = self_layer_floats(st);
+  for (int l = 0; l < dc->layers; l++) {
+    const struct intrus_decoder_layer *L = &dc->layer[l];
+    intrus_tensor *h = intrus_norm_forward(ctx, &L->n_self, x);
+    intrus_tensor *q = intrus_linear_forward(ctx, &L->self.q, h);
+    cache_store(st, st->kself + l * layer_floats, intrus_linear_forward(ctx, &L->self.k, h)->data);
+    cache_store(st, st->vself + l * layer_floats, intrus_linear_forward(ctx, &L->self.v, h)->data);
+    intrus_tensor *att = intrus_tensor_new(ctx, 2, shape2);
+    self_attend(st, l, q->data, att->data);
+    x = intrus_add(ctx, x, intrus_linear_forward(ctx, &L->self.o, att));
+    h = intrus_norm_forward(ctx, &L->n_cross, x);
+    q = intrus_linear_forward(ctx, &L->cross.q, h);
+    att = intrus_tensor_new(ctx, 2, shape2);
+    cross_attend(st, l, q->data, att->data);
+    x = intrus_add(ctx, x, intrus_linear_forward(ctx, &L->cross.o, att));
+    x = intrus_add(ctx, x, intrus_ffn_forward(ctx, &L->ffn, intrus_norm_forward(ctx, &L->n_ffn, x), 0.0f));
+  }
+  x = intrus_norm_forward(ctx, &dc->final_norm, x);
+  intrus_tensor *logits = dc->tie ? intrus_matmul(ctx, x, dc->embed, false, true)
+                                  : intrus_linear_forward(ctx, &dc->proj, x);
+  intrus_tensor *lp = intrus_log_softmax(ctx, logits, NULL);
+  memcpy(logp, lp->data, (size_t)rows * dc->vocab * sizeof(float));
+  st->t++;
+  intrus_ctx_set_grad(ctx, grad);
+  intrus_ctx_set_training(ctx, training);
+  return INTRUS_OK;
+}
+
 static const struct intrus_decoder_vtable vtable = {
-    .create = dec_create, .destroy = dec_destroy, .loss = dec_loss};
+    .create = dec_create, .destroy = dec_destroy, .loss = dec_loss,
+    .start = dec_start, .step = dec_step, .finish = dec_finish};
 
 INTRUS_PLUGIN_EXPORT const struct intrus_plugin_desc INTRUS_PLUGIN_DESC(decoder_autoregressive) = {
     .abi_major = INTRUS_ABI_MAJOR,
