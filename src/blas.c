@@ -3,10 +3,16 @@
 
 #include "intrus/blas.h"
 
+/* Only the calling thread issues GEMMs (OpenBLAS threads inside), so a plain counter. */
+static double flops_issued;
+
+double intrus_blas_flops(void) { return flops_issued; }
+
 void intrus_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                  const float *A, int lda, const float *B, int ldb, float beta,
                  float *C, int ldc) {
   if (M == 0 || N == 0) return;
+  flops_issued += 2.0 * M * N * K;
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C,
               ldc);

@@ -22,6 +22,10 @@ void intrus_gemm_batched(int count, bool trans_a, bool trans_b, int M, int N, in
                          const float *B, int ldb, long stride_b, float beta, float *C,
                          int ldc, long stride_c);
 
+/* Floating-point operations (2 M N K per product) issued through intrus_gemm since the
+ * program started; benchmarks difference it around the work they measure. */
+double intrus_blas_flops(void);
+
 /* OpenBLAS's kernel name ("Haswell", "Cooperlake", ...) and thread count. */
 const char *intrus_blas_corename(void);
 int intrus_blas_threads(void);

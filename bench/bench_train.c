@@ -1,0 +1,132 @@
+/* Training throughput of the Transformer baseline (`make bench`): target tokens per
+ * second and the model's achieved GFLOP/s as a fraction of the cblas_sgemm peak measured
+ * in the same run, for
+ *   (a) d_model 256, 4 heads, ff 1024, 3+3 layers
+ *   (b) d_model 512, 8 heads, ff 2048, 6+6 layers (Transformer-base)
+ * with vocab 8000, batches of about 4000 target tokens, dropout 0.1. FLOPs are counted
+ * as issued through intrus_gemm. Also prints the arena's peak memory.
+ *   bench/bench_train [a|b] [steps] */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "intrus/blas.h"
+#include "intrus/model.h"
+#include "intrus/optim.h"
+#include "intrus/rng.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static double sgemm_peak(void) {
+  const int n = 2048;
+  float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n);
+  float *c = malloc(sizeof(float) * n * n);
+  for (int i = 0; i < n * n; i++) a[i] = b[i] = (float)(i % 7) * 0.1f;
+  double best = 1e30;
+  for (int r = 0; r < 4; r++) {
+    double t0 = now_s();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    double t = now_s() - t0;
+    if (t < best) best = t;
+  }
+  free(a);
+  free(b);
+  free(c);
+  return 2.0 * n * n * n / best / 1e9;
+}
+
+struct size {
+  const char *name;
+  int d, heads, ff, layers;
+};
+
+static void run(const struct size *sz, int steps, double peak) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "model: { d_model = %d;"
+           " encoder: { plugin = \"transformer\"; layers = %d; heads = %d; ff = %d; dropout = 0.1; };"
+           " decoder: { plugin = \"autoregressive\"; layers = %d; heads = %d; ff = %d; dropout = 0.1; };"
+           "};",
+           sz->d, sz->layers, sz->heads, sz->ff, sz->layers, sz->heads, sz->ff);
+  struct intrus_error err = {0};
+  struct intrus_config *cfg = intrus_config_load_string(text, "bench", &err);
+  const intrus_cfg *g;
+  struct intrus_plugin_search *s = intrus_plugin_search_create();
+  intrus_plugin_search_add_defaults(s);
+  struct intrus_model *m = NULL;
+  const int V = 8000;
+  if (!cfg || intrus_cfg_group_req(intrus_config_root(cfg), "model", &g, &err) ||
+      intrus_model_create(g, s, V, V, 1, &m, &err)) {
+    fprintf(stderr, "bench_train: %s\n", err.msg);
+    exit(1);
+  }
+  /* 160 sentence pairs of 24 + 24 tokens: 4000 target tokens with EOS. */
+  enum { B = 160, L = 24 };
+  int32_t *src = malloc(sizeof(int32_t) * B * L), *tgt = malloc(sizeof(int32_t) * B * L);
+  int lens[B];
+  struct intrus_rng rng;
+  intrus_rng_seed(&rng, 3);
+  for (int i = 0; i < B * L; i++) {
+    src[i] = 4 + (int32_t)intrus_rng_below(&rng, V - 4);
+    tgt[i] = 4 + (int32_t)intrus_rng_below(&rng, V - 4);
+  }
+  for (int b = 0; b < B; b++) lens[b] = L;
+  struct intrus_src_batch sb = {.batch = B, .len = L, .tokens = src, .lens = lens};
+  struct intrus_tgt_batch tb = {.batch = B, .len = L, .tokens = tgt, .lens = lens};
+  struct intrus_train_opts o = {.direction = 1, .label_smoothing = 0.1f};
+  struct intrus_params *p = intrus_model_params(m);
+  struct intrus_adam adam = intrus_adam_defaults();
+  intrus_ctx *ctx = intrus_ctx_create(0);
+  intrus_ctx_set_training(ctx, true);
+  double t_total = 0, flops_total = 0;
+  long tokens = 0;
+  for (int step = 0; step < steps + 1; step++) {
+    double f0 = intrus_blas_flops(), t0 = now_s();
+    intrus_ctx_reset(ctx);
+    intrus_ctx_set_seed(ctx, 1, (uint64_t)step);
+    struct intrus_loss_out out;
+    if (intrus_model_loss(m, ctx, &sb, &tb, &o, &out, &err)) {
+      fprintf(stderr, "bench_train: %s\n", err.msg);
+      exit(1);
+    }
+    intrus_params_zero_grad(p);
+    intrus_backward(ctx, out.loss);
+    intrus_adam_step(p, &adam, step);
+    double t = now_s() - t0;
+    if (step == 0) continue; /* the first step touches fresh memory */
+    t_total += t;
+    flops_total += intrus_blas_flops() - f0;
+    tokens += out.tokens;
+  }
+  double gflops = flops_total / t_total / 1e9;
+  printf("%-4s d%d/%d heads/ff%d/%d+%d layers: %6.0f target tokens/s  %6.1f GFLOP/s  %5.1f%% of "
+         "peak  (%.0f ms/step, %.1f GFLOP/step, %zu params, arena peak %.0f MB)\n",
+         sz->name, sz->d, sz->heads, sz->ff, sz->layers, sz->layers, tokens / t_total, gflops,
+         100 * gflops / peak, 1000 * t_total / steps, flops_total / steps / 1e9,
+         intrus_params_numel(p), intrus_ctx_arena_peak(ctx) / 1e6);
+  intrus_ctx_destroy(ctx);
+  intrus_model_destroy(m);
+  intrus_plugin_search_free(s);
+  intrus_config_free(cfg);
+  free(src);
+  free(tgt);
+}
+
+int main(int argc, char **argv) {
+  static const struct size sizes[] = {{"(a)", 256, 4, 1024, 3}, {"(b)", 512, 8, 2048, 6}};
+  const char *which = argc > 1 ? argv[1] : "ab";
+  int steps = argc > 2 ? atoi(argv[2]) : 5;
+  double peak = sgemm_peak();
+  printf("intrus training benchmark: OpenBLAS core %s, %d threads; cblas_sgemm peak (2048^3) "
+         "%.1f GFLOP/s; targets: >= 65%% of peak\n",
+         intrus_blas_corename(), intrus_blas_threads(), peak);
+  for (int i = 0; i < 2; i++)
+    if (strchr(which, 'a' + i)) run(&sizes[i], steps, peak);
+  return 0;
+}
