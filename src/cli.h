@@ -29,6 +29,19 @@ int intrus_cli_fail(const char *cmd, const struct intrus_error *err);
 struct intrus_plugin_search *intrus_cli_search_path(const char *cli_path,
                                                     const char *experiment_path);
 
+/* What `intrus run` reports after training on text: the test set decoded with the
+ * experiment's search settings and scored with BLEU (settings: the experiment's
+ * eval.bleu group). */
+#include "score.h"
+struct run_scores {
+  struct score_result bleu;
+  size_t sentences;
+  char hyp_path[4200];
+};
+enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_dir,
+                                   const struct intrus_plugin_search *search, FILE *progress,
+                                   struct run_scores *rs, struct intrus_error *err);
+
 int intrus_cmd_plugins(int argc, char **argv);
 int intrus_cmd_train(int argc, char **argv);
 int intrus_cmd_decode(int argc, char **argv);

@@ -106,6 +106,16 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
                                      .max_steps = a.max_steps};
   struct intrus_train_result res;
   st = intrus_train(cfg, &opt, &res, &err);
+  struct run_scores rs = {0};
+  bool text = false;
+  if (!st && strcmp(cmd, "run") == 0) {
+    const intrus_cfg *data;
+    const char *kind = "";
+    if (!intrus_cfg_group(intrus_config_root(cfg), "data", &data, NULL) && data)
+      intrus_cfg_string(data, "kind", "", &kind, NULL);
+    text = strcmp(kind, "parallel") == 0;
+    if (text) st = intrus_run_test(cfg, run_dir, search, opt.progress, &rs, &err);
+  }
   intrus_plugin_search_free(search);
   intrus_config_free(cfg);
   if (st) return intrus_cli_fail(cmd, &err);
@@ -118,6 +128,13 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
            exp_name, res.steps_done, res.resumed_from, res.last_loss, res.valid_loss,
            res.tokens_per_s, res.seconds);
   if (strcmp(cmd, "run") == 0) {
+    if (text) {
+      const struct score_result *b = &rs.bleu;
+      printf("test: %zu sentences -> %s\n", rs.sentences, rs.hyp_path);
+      for (int i = 0; i < b->count; i++)
+        printf("%s%s = %.2f", i ? "  " : "", b->names[i], b->values[i]);
+      printf("\n%s\n", b->signature);
+    }
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/results.json", run_dir);
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
@@ -128,8 +145,19 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
     }
     fputs("{\"experiment\": ", f);
     json_string(f, exp_name);
-    fprintf(f, ", \"steps\": %ld, \"train_loss\": %.6f, \"valid_loss\": %.6f}\n",
-            res.steps_done, res.last_loss, res.valid_loss);
+    fprintf(f, ", \"steps\": %ld, \"train_loss\": %.6f, \"valid_loss\": %.6f", res.steps_done,
+            res.last_loss, res.valid_loss);
+    if (text) {
+      fprintf(f, ", \"test_sentences\": %zu, \"test\": {", rs.sentences);
+      for (int i = 0; i < rs.bleu.count; i++) {
+        fprintf(f, "%s", i ? ", " : "");
+        json_string(f, rs.bleu.names[i]);
+        fprintf(f, ": %.6g", rs.bleu.values[i]);
+      }
+      fputs("}, \"bleu_signature\": ", f);
+      json_string(f, rs.bleu.signature);
+    }
+    fputs("}\n", f);
     bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
     if (!ok || rename(tmp, path) != 0) {
@@ -144,22 +172,3 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
 
 int intrus_cmd_train(int argc, char **argv) { return train_or_run("train", argc, argv); }
 int intrus_cmd_run(int argc, char **argv) { return train_or_run("run", argc, argv); }
-
-/* Decoding and scoring need the search strategies and evaluators of the translation
- * work; until they exist the commands say so plainly instead of pretending. */
-static int unavailable(const char *cmd, int argc, char **argv) {
-  for (int i = 1; i < argc; i++)
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      printf("Usage: intrus %s ...\n\nNot available in intrus %s yet: this command arrives "
-             "with beam search and the evaluators.\n",
-             cmd, PACKAGE_VERSION);
-      return INTRUS_EXIT_OK;
-    }
-  fprintf(stderr, "intrus %s: not available in intrus %s yet (beam search and evaluators "
-                  "are not built)\n",
-          cmd, PACKAGE_VERSION);
-  return INTRUS_EXIT_FAILURE;
-}
-
-int intrus_cmd_decode(int argc, char **argv) { return unavailable("decode", argc, argv); }
-int intrus_cmd_eval(int argc, char **argv) { return unavailable("eval", argc, argv); }

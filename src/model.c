@@ -9,7 +9,7 @@ struct intrus_model {
   const struct intrus_decoder_vtable *dec;
   void *enc_self, *dec_self;
   struct intrus_params *params;
-  int d_model, tgt_vocab;
+  int d_model, tgt_vocab, direction;
 };
 
 /* Reads `plugin` from a component group and loads that plugin. */
@@ -41,7 +41,11 @@ enum intrus_status intrus_model_create(const intrus_cfg *cfg,
   *out = NULL;
   long long d;
   enum intrus_status st;
-  if ((st = intrus_cfg_int_range(cfg, "d_model", 512, 2, 1 << 14, &d, err))) return st;
+  static const char *const orders[] = {"l2r", "r2l", NULL};
+  int order;
+  if ((st = intrus_cfg_int_range(cfg, "d_model", 512, 2, 1 << 14, &d, err)) ||
+      (st = intrus_cfg_choice(cfg, "order", "l2r", orders, &order, err)))
+    return st;
   if (d % 2)
     return intrus_cfg_error(cfg, "d_model", err, "must be even (sinusoidal positions), got %lld",
                             d);
@@ -49,6 +53,7 @@ enum intrus_status intrus_model_create(const intrus_cfg *cfg,
   if (!m) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
   m->d_model = (int)d;
   m->tgt_vocab = tgt_vocab;
+  m->direction = order == 0 ? 1 : -1;
   m->params = intrus_params_create();
   const intrus_cfg *eg, *dg;
   if ((st = load_component(cfg, "encoder", INTRUS_KIND_ENCODER, search, &eg, &m->enc_plugin,
@@ -110,3 +115,5 @@ const struct intrus_decoder_vtable *intrus_model_decoder(struct intrus_model *m,
 }
 
 int intrus_model_tgt_vocab(const struct intrus_model *m) { return m->tgt_vocab; }
+
+int intrus_model_direction(const struct intrus_model *m) { return m->direction; }

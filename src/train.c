@@ -12,17 +12,12 @@
 #include "intrus/optim.h"
 #include "intrus/rng.h"
 #include "intrus/train.h"
-
-enum synth_task { TASK_COPY, TASK_REVERSE, TASK_SORT };
-
-struct synth {
-  enum synth_task task;
-  int vocab, min_len, max_len, valid_size;
-};
+#include "dataset.h"
+#include "translate.h"
 
 struct train_cfg {
-  long steps, log_every, valid_every, checkpoint_every;
-  int batch, direction;
+  long steps, log_every, valid_every, checkpoint_every, batch_tokens;
+  int batch;
   float label_smoothing;
   struct intrus_adam adam;
 };
@@ -33,47 +28,22 @@ static double now_s(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static enum intrus_status read_data(const intrus_cfg *root, struct synth *s,
-                                    struct intrus_error *err) {
-  static const char *const kinds[] = {"synthetic", NULL};
-  static const char *const tasks[] = {"copy", "reverse", "sort", NULL};
-  const intrus_cfg *g;
-  int kind, task;
-  long long vocab, lo, hi, valid;
-  enum intrus_status st;
-  if ((st = intrus_cfg_group_req(root, "data", &g, err)) ||
-      (st = intrus_cfg_choice(g, "kind", NULL, kinds, &kind, err)) ||
-      (st = intrus_cfg_choice(g, "task", "copy", tasks, &task, err)) ||
-      (st = intrus_cfg_int_range(g, "vocab", 16, INTRUS_NUM_SPECIAL + 1, 1 << 20, &vocab, err)) ||
-      (st = intrus_cfg_int_range(g, "min_len", 1, 1, 1000, &lo, err)) ||
-      (st = intrus_cfg_int_range(g, "max_len", 8, 1, 1000, &hi, err)) ||
-      (st = intrus_cfg_int_range(g, "valid_size", 256, 1, 1 << 20, &valid, err)) ||
-      (st = intrus_cfg_check_unknown(g, err)))
-    return st;
-  if (hi < lo) return intrus_cfg_error(g, "max_len", err, "%lld is below min_len %lld", hi, lo);
-  *s = (struct synth){.task = (enum synth_task)task, .vocab = (int)vocab, .min_len = (int)lo,
-                      .max_len = (int)hi, .valid_size = (int)valid};
-  return INTRUS_OK;
-}
-
 static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t,
                                      struct intrus_error *err) {
-  static const char *const dirs[] = {"l2r", "r2l", NULL};
   const intrus_cfg *g;
-  long long steps, batch, warmup, log_every, valid_every, ckpt_every;
+  long long steps, batch, batch_tokens, warmup, log_every, valid_every, ckpt_every;
   double lr, clip, smoothing, beta1, beta2;
-  int dir;
   enum intrus_status st;
   if ((st = intrus_cfg_group_req(root, "train", &g, err)) ||
       (st = intrus_cfg_int_range(g, "steps", 1000, 1, 1LL << 40, &steps, err)) ||
       (st = intrus_cfg_int_range(g, "batch", 32, 1, 1 << 20, &batch, err)) ||
+      (st = intrus_cfg_int_range(g, "batch_tokens", 4000, 1, 1 << 24, &batch_tokens, err)) ||
       (st = intrus_cfg_double_range(g, "lr", 1.4e-3, 0.0, 10.0, &lr, err)) ||
       (st = intrus_cfg_int_range(g, "warmup", 16000, 0, 1LL << 40, &warmup, err)) ||
       (st = intrus_cfg_double_range(g, "beta1", 0.9, 0.0, 0.999999, &beta1, err)) ||
       (st = intrus_cfg_double_range(g, "beta2", 0.998, 0.0, 0.999999, &beta2, err)) ||
       (st = intrus_cfg_double_range(g, "clip", 0.0, 0.0, 1e9, &clip, err)) ||
       (st = intrus_cfg_double_range(g, "label_smoothing", 0.0, 0.0, 0.99, &smoothing, err)) ||
-      (st = intrus_cfg_choice(g, "direction", "l2r", dirs, &dir, err)) ||
       (st = intrus_cfg_int_range(g, "log_every", 100, 1, 1LL << 40, &log_every, err)) ||
       (st = intrus_cfg_int_range(g, "valid_every", 1000, 1, 1LL << 40, &valid_every, err)) ||
       (st = intrus_cfg_int_range(g, "checkpoint_every", 1000, 1, 1LL << 40, &ckpt_every, err)) ||
@@ -81,10 +51,10 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
     return st;
   t->steps = steps;
   t->batch = (int)batch;
+  t->batch_tokens = batch_tokens;
   t->log_every = log_every;
   t->valid_every = valid_every;
   t->checkpoint_every = ckpt_every;
-  t->direction = dir == 0 ? 1 : -1;
   t->label_smoothing = (float)smoothing;
   t->adam = intrus_adam_defaults();
   t->adam.base_lr = (float)lr;
@@ -95,66 +65,37 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
   return INTRUS_OK;
 }
 
-static int cmp_i32(const void *a, const void *b) {
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  return (x > y) - (x < y);
-}
-
-/* A batch of the synthetic task, a pure function of key: resumed runs see the same data. */
-struct batch {
-  struct intrus_src_batch src;
-  struct intrus_tgt_batch tgt;
+struct valid_acc {
+  struct intrus_model *m;
+  intrus_ctx *ctx;
+  struct intrus_train_opts opts;
+  double sum;
+  long tokens;
 };
 
-static void synth_batch(intrus_ctx *ctx, const struct synth *s, uint64_t key, int B,
-                        struct batch *out) {
-  struct intrus_rng rng;
-  intrus_rng_seed(&rng, key);
-  int L = s->max_len;
-  int32_t *src = intrus_ctx_calloc(ctx, (size_t)B * L * sizeof *src);
-  int32_t *tgt = intrus_ctx_calloc(ctx, (size_t)B * L * sizeof *tgt);
-  int *lens = intrus_ctx_alloc(ctx, (size_t)B * sizeof *lens);
-  int maxlen = 0;
-  for (int b = 0; b < B; b++) {
-    int n = s->min_len + (int)intrus_rng_below(&rng, (uint64_t)(s->max_len - s->min_len + 1));
-    lens[b] = n;
-    if (n > maxlen) maxlen = n;
-    int32_t *x = src + (size_t)b * L, *y = tgt + (size_t)b * L;
-    for (int t = 0; t < n; t++)
-      x[t] = INTRUS_NUM_SPECIAL +
-             (int32_t)intrus_rng_below(&rng, (uint64_t)(s->vocab - INTRUS_NUM_SPECIAL));
-    for (int t = 0; t < n; t++) y[t] = s->task == TASK_REVERSE ? x[n - 1 - t] : x[t];
-    if (s->task == TASK_SORT) qsort(y, (size_t)n, sizeof *y, cmp_i32);
-  }
-  /* Rows keep stride L; the batch's len is L so no repacking is needed. */
-  out->src = (struct intrus_src_batch){.batch = B, .len = L, .tokens = src, .lens = lens};
-  out->tgt = (struct intrus_tgt_batch){.batch = B, .len = L, .tokens = tgt, .lens = lens};
-  (void)maxlen;
+static enum intrus_status valid_batch(const struct intrus_src_batch *src,
+                                      const struct intrus_tgt_batch *tgt, void *user,
+                                      struct intrus_error *err) {
+  struct valid_acc *a = user;
+  struct intrus_loss_out out;
+  enum intrus_status st = intrus_model_loss(a->m, a->ctx, src, tgt, &a->opts, &out, err);
+  if (st) return st;
+  a->sum += out.nll_sum;
+  a->tokens += out.tokens;
+  return INTRUS_OK;
 }
 
-static const uint64_t VALID_KEY = 0x76616c6964ULL;
-
-static enum intrus_status validate(struct intrus_model *m, intrus_ctx *ctx, const struct synth *s,
+/* Per-token validation loss (no label smoothing, no dropout). */
+static enum intrus_status validate(struct intrus_model *m, intrus_ctx *ctx, struct dataset *d,
                                    const struct train_cfg *t, uint64_t seed, double *loss,
                                    struct intrus_error *err) {
-  double sum = 0.0;
-  long tokens = 0;
-  struct intrus_train_opts opts = {.direction = t->direction, .label_smoothing = 0.0f};
+  struct valid_acc a = {.m = m, .ctx = ctx, .opts = {.direction = intrus_model_direction(m)}};
   intrus_ctx_set_training(ctx, false);
   intrus_ctx_set_grad(ctx, false);
-  enum intrus_status st = INTRUS_OK;
-  for (int done = 0, i = 0; done < s->valid_size; done += t->batch, i++) {
-    int B = s->valid_size - done < t->batch ? s->valid_size - done : t->batch;
-    intrus_ctx_reset(ctx);
-    struct batch b;
-    synth_batch(ctx, s, intrus_hash64(seed ^ VALID_KEY, (uint64_t)i), B, &b);
-    struct intrus_loss_out out;
-    if ((st = intrus_model_loss(m, ctx, &b.src, &b.tgt, &opts, &out, err))) break;
-    sum += out.nll_sum;
-    tokens += out.tokens;
-  }
+  enum intrus_status st =
+      dataset_valid_batches(d, ctx, seed, t->batch, t->batch_tokens, valid_batch, &a, err);
   intrus_ctx_set_grad(ctx, true);
-  *loss = tokens ? sum / tokens : 0.0;
+  *loss = a.tokens ? a.sum / a.tokens : 0.0;
   return st;
 }
 
@@ -177,7 +118,7 @@ static enum intrus_status make_dir(const char *dir, struct intrus_error *err) {
 
 static enum intrus_status save_checkpoint(const char *path, uint64_t fp,
                                           struct intrus_model *m, long step, double last_loss,
-                                          struct intrus_error *err) {
+                                          uint64_t vocab_fp, struct intrus_error *err) {
   uint64_t loss_bits;
   memcpy(&loss_bits, &last_loss, sizeof loss_bits);
   struct intrus_ckpt_writer *w;
@@ -185,7 +126,8 @@ static enum intrus_status save_checkpoint(const char *path, uint64_t fp,
   if (st) return st;
   if ((st = intrus_ckpt_put_params(w, intrus_model_params(m), true, err)) ||
       (st = intrus_ckpt_put_u64(w, "step", (uint64_t)step, err)) ||
-      (st = intrus_ckpt_put_u64(w, "last_loss", loss_bits, err))) {
+      (st = intrus_ckpt_put_u64(w, "last_loss", loss_bits, err)) ||
+      (st = intrus_ckpt_put_u64(w, "vocab", vocab_fp, err))) {
     intrus_ckpt_abort(w);
     return st;
   }
@@ -202,26 +144,33 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
                                 struct intrus_train_result *res, struct intrus_error *err) {
   memset(res, 0, sizeof *res);
   const intrus_cfg *root = intrus_config_root(cfg);
-  struct synth data;
+  struct dataset data = {0};
+  struct translator search_check;
   struct train_cfg tc;
   long long seed;
   const char *name, *plugin_path;
-  const intrus_cfg *model_cfg;
+  const intrus_cfg *model_cfg, *data_cfg;
+  struct intrus_model *model = NULL;
+  intrus_ctx *ctx = NULL;
+  FILE *log = NULL;
   enum intrus_status st;
   if ((st = intrus_cfg_string(root, "name", "experiment", &name, err)) ||
       (st = intrus_cfg_int_range(root, "seed", 1, 0, INT64_MAX, &seed, err)) ||
       (st = intrus_cfg_string(root, "plugin_path", "", &plugin_path, err)) ||
-      (st = read_data(root, &data, err)) || (st = read_train(root, &tc, err)) ||
-      (st = intrus_cfg_group_req(root, "model", &model_cfg, err)))
-    return st;
-  struct intrus_model *model = NULL;
-  if ((st = intrus_model_create(model_cfg, opt->search, data.vocab, data.vocab, (uint64_t)seed,
-                                &model, err)))
-    return st;
-  intrus_ctx *ctx = NULL;
-  FILE *log = NULL;
-  if ((st = intrus_cfg_check_unknown(root, err)) || (st = make_dir(opt->run_dir, err)))
+      (st = intrus_cfg_group_req(root, "data", &data_cfg, err)) ||
+      (st = dataset_configure(&data, data_cfg, intrus_config_filename(cfg), err)) ||
+      (st = read_train(root, &tc, err)) ||
+      (st = intrus_cfg_group_req(root, "model", &model_cfg, err)) ||
+      (st = make_dir(opt->run_dir, err)) ||
+      (st = dataset_prepare(&data, opt->run_dir, tc.batch_tokens, (uint64_t)seed, opt->progress,
+                            err)) ||
+      (st = intrus_model_create(model_cfg, opt->search, data.src_vocab_size, data.tgt_vocab_size,
+                                (uint64_t)seed, &model, err)) ||
+      (st = translator_read_search(root, &search_check, err)))
     goto done;
+  /* The evaluators' groups are checked by the evaluators themselves (intrus run). */
+  intrus_cfg_mark_read(root, "eval");
+  if ((st = intrus_cfg_check_unknown(root, err))) goto done;
 
   char path[4096];
   snprintf(path, sizeof path, "%s/effective.cfg", opt->run_dir);
@@ -235,13 +184,20 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
   long step = 0;
   if (access(ckpt_path, F_OK) == 0) {
     struct intrus_ckpt *ck;
-    uint64_t saved = 0;
+    uint64_t saved = 0, loss_bits = 0, vocab_fp = 0;
     if ((st = intrus_ckpt_read(ckpt_path, true, fp, &ck, err))) goto done;
     st = intrus_ckpt_get_params(ck, params, true, err);
-    uint64_t loss_bits;
-    if (!st && (!intrus_ckpt_u64(ck, "step", &saved) || !intrus_ckpt_u64(ck, "last_loss", &loss_bits)))
-      st = intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: no 'step' or 'last_loss' record",
+    if (!st && (!intrus_ckpt_u64(ck, "step", &saved) ||
+                !intrus_ckpt_u64(ck, "last_loss", &loss_bits) ||
+                !intrus_ckpt_u64(ck, "vocab", &vocab_fp)))
+      st = intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: no 'step', 'last_loss' or 'vocab' record",
                             ckpt_path);
+    else if (!st && vocab_fp != data.vocab_fingerprint)
+      st = intrus_error_set(err, INTRUS_ERR_FORMAT,
+                            "%s: written with another vocabulary than %s/vocab*.txt "
+                            "(fingerprint 0x%016llx, vocabulary 0x%016llx)",
+                            ckpt_path, opt->run_dir, (unsigned long long)vocab_fp,
+                            (unsigned long long)data.vocab_fingerprint);
     else if (!st)
       memcpy(&res->last_loss, &loss_bits, sizeof loss_bits);
     intrus_ckpt_free(ck);
@@ -259,23 +215,24 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
   if (!step) fprintf(log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\n");
 
   ctx = intrus_ctx_create(0);
-  struct intrus_train_opts topts = {.direction = tc.direction,
+  struct intrus_train_opts topts = {.direction = intrus_model_direction(model),
                                     .label_smoothing = tc.label_smoothing};
   long stop = tc.steps;
   if (opt->max_steps > 0 && opt->max_steps < stop) stop = opt->max_steps;
   double t0 = now_s(), window_t = t0, loss_sum = 0.0;
   long tokens_total = 0, window_tokens = 0, window_steps = 0;
   if (opt->progress)
-    fprintf(opt->progress, "training %s: %zu parameters, steps %ld..%ld, batch %d\n", name,
-            intrus_params_numel(params), step, stop, tc.batch);
+    fprintf(opt->progress, "training %s: %zu parameters, steps %ld..%ld\n", name,
+            intrus_params_numel(params), step, stop);
   while (step < stop) {
     intrus_ctx_reset(ctx);
     intrus_ctx_set_training(ctx, true);
     intrus_ctx_set_seed(ctx, (uint64_t)seed, (uint64_t)step);
-    struct batch b;
-    synth_batch(ctx, &data, intrus_hash64((uint64_t)seed, (uint64_t)step), tc.batch, &b);
+    struct intrus_src_batch sb;
+    struct intrus_tgt_batch tb;
+    dataset_train_batch(&data, ctx, (uint64_t)seed, step, tc.batch, &sb, &tb);
     struct intrus_loss_out out;
-    if ((st = intrus_model_loss(model, ctx, &b.src, &b.tgt, &topts, &out, err))) goto done;
+    if ((st = intrus_model_loss(model, ctx, &sb, &tb, &topts, &out, err))) goto done;
     intrus_params_zero_grad(params);
     intrus_backward(ctx, out.loss);
     intrus_adam_step(params, &tc.adam, step);
@@ -318,7 +275,9 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
     }
     if (validate_now) res->valid_loss = vloss;
     if (step % tc.checkpoint_every == 0 || step == stop)
-      if ((st = save_checkpoint(ckpt_path, fp, model, step, res->last_loss, err))) goto done;
+      if ((st = save_checkpoint(ckpt_path, fp, model, step, res->last_loss,
+                                data.vocab_fingerprint, err)))
+        goto done;
   }
   res->steps_done = step;
   res->seconds = now_s() - t0;
@@ -330,5 +289,6 @@ done:
   if (log) fclose(log);
   intrus_ctx_destroy(ctx);
   intrus_model_destroy(model);
+  dataset_free(&data);
   return st;
 }

@@ -3,6 +3,7 @@
  *
  *   model: {
  *     d_model = 256;
+ *     order = "l2r";              # or "r2l"
  *     encoder: { plugin = "transformer"; ... the plugin's own settings ... };
  *     decoder: { plugin = "autoregressive"; ... };
  *   };
@@ -49,6 +50,10 @@ enum intrus_status intrus_model_encode(struct intrus_model *m, intrus_ctx *ctx,
 /* The decoder's vtable and instance, for search strategies. */
 const struct intrus_decoder_vtable *intrus_model_decoder(struct intrus_model *m, void **self);
 int intrus_model_tgt_vocab(const struct intrus_model *m);
+
+/* +1 when the model writes left to right (`order = "l2r"`, the default), -1 for
+ * right to left (`order = "r2l"`: trained on and decoding the reversed target). */
+int intrus_model_direction(const struct intrus_model *m);
 
 #ifdef __cplusplus
 }

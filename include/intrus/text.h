@@ -6,8 +6,9 @@
  * Tokenization is reversible: a token that was glued to the previous one in the raw
  * text (no space between them) starts with the joiner mark INTRUS_JOINER (U+FFED,
  * "￭" — chosen because it does not occur in ordinary text), so
- * intrus_detokenize(intrus_tokenize(s)) == s for any s whose whitespace is single ASCII
- * spaces without leading/trailing space (other whitespace is normalised to one space). */
+ * intrus_detokenize(intrus_tokenize(s)) == s for any s in NFC whose whitespace is single
+ * ASCII spaces without leading/trailing space (other whitespace is normalised to one
+ * space; control characters, U+FEFF and U+FFED itself count as whitespace). */
 #ifndef INTRUS_TEXT_H
 #define INTRUS_TEXT_H
 
@@ -40,7 +41,8 @@ long intrus_utf8_invalid_at(const char *s, size_t len);
 struct intrus_tokenizer;
 
 /* lang: ISO 639-1 code ("en", "de", "ru", "ar", "ja", ...). "ja" segments words with
- * MeCab (libmecab + mecab-ipadic-utf8); an error says which package is missing. */
+ * MeCab (libmecab + mecab-ipadic-utf8); an error says which package is missing.
+ * A tokenizer keeps scratch buffers (and, for "ja", a MeCab tagger): use one per thread. */
 enum intrus_status intrus_tokenizer_create(const char *lang, struct intrus_tokenizer **out,
                                            struct intrus_error *err);
 void intrus_tokenizer_free(struct intrus_tokenizer *t);
@@ -48,8 +50,11 @@ void intrus_tokenizer_free(struct intrus_tokenizer *t);
 /* Tokenizes one line (no newline) into out (cleared first): tokens separated by one
  * space, joiner-marked as described above. Splits on whitespace, splits punctuation
  * and symbols (Unicode categories P* and S*) from letters/digits, keeps runs of
- * letters/digits/marks together; NFC-normalises first. The line must be valid UTF-8
- * (INTRUS_ERR_DATA otherwise). */
+ * letters/digits/marks together; NFC-normalises first. Never splits a grapheme cluster;
+ * each punctuation or symbol cluster is a token, except that a run of one punctuation
+ * character ("...", "--") stays together ('@' excepted: "@@" is the BPE mark). The
+ * rules in full are at the top of src/text_tokenize.c. The line must be valid UTF-8
+ * (INTRUS_ERR_DATA otherwise, with the byte offset in the message). */
 enum intrus_status intrus_tokenize(struct intrus_tokenizer *t, const char *line, size_t len,
                                    struct intrus_str *out, struct intrus_error *err);
 

@@ -5,9 +5,12 @@
  *
  *   data:  { kind = "synthetic"; task = "copy" | "reverse" | "sort"; vocab = 16;
  *            min_len = 2; max_len = 8; valid_size = 256; };
- *   train: { steps = 1000; batch = 32; lr = 1e-3; warmup = 100; clip = 1.0;
- *            label_smoothing = 0.0; direction = "l2r" | "r2l"; log_every = 50;
- *            valid_every = 200; checkpoint_every = 200; };
+ *   data:  { kind = "parallel"; dir = "../data/mt/en-de"; src = "en"; tgt = "de";
+ *            bpe_merges = 8000; joint_vocab = true; max_len = 100; };
+ *            (files DIR/{train,valid,test}.LANG[.gz], relative to the experiment file)
+ *   train: { steps = 1000; batch = 32 (synthetic: sentences); batch_tokens = 4000
+ *            (parallel); lr = 1e-3; warmup = 100; clip = 1.0; label_smoothing = 0.0;
+ *            log_every = 50; valid_every = 200; checkpoint_every = 200; };
  */
 #ifndef INTRUS_TRAIN_H
 #define INTRUS_TRAIN_H

@@ -1,0 +1,17 @@
+# text_bpe: BPE (subword-nmt), vocabularies, corpora and batching
+src_libintrus_la_SOURCES += src/text_bpe.c src/text_vocab.c src/corpus.c
+noinst_HEADERS += src/text_bpe_internal.h
+intrusinclude_HEADERS += include/intrus/corpus.h
+
+# BPE learning and application against subword-nmt, vocabularies.
+check_PROGRAMS += tests/test_bpe
+TESTS += tests/test_bpe
+tests_test_bpe_SOURCES = tests/test_bpe.c
+tests_test_bpe_LDADD = src/libintrus.la
+
+# Line files (plain and gzip), encoded corpora, the batcher. zlib is linked directly:
+# the test writes its own gzip files.
+check_PROGRAMS += tests/test_corpus
+TESTS += tests/test_corpus
+tests_test_corpus_SOURCES = tests/test_corpus.c
+tests_test_corpus_LDADD = src/libintrus.la $(ZLIB_LIBS)

@@ -1,0 +1,157 @@
+/* intrus decode, and the test-set evaluation that intrus run ends with. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "config.h"
+#include "score.h"
+#include "translate.h"
+
+static const char decode_usage[] =
+    "Usage: intrus decode EXPERIMENT.cfg [options]\n"
+    "\n"
+    "Translates raw text with the model trained by `intrus train EXPERIMENT.cfg`: the run\n"
+    "directory's BPE codes, vocabulary and checkpoint; beam search as the experiment's\n"
+    "`search` group says (default beam 4, alpha 1, at most 2*|src|+3 tokens).\n"
+    "\n"
+    "Options:\n"
+    "  -o, --run-dir DIR      the training run (default: runs/<experiment name>)\n"
+    "  -i, --input FILE       raw source text, one sentence per line (default: stdin;\n"
+    "                         .gz accepted)\n"
+    "  -O, --output FILE      detokenised translations (default: stdout)\n"
+    "  -c, --checkpoint FILE  (default: RUN_DIR/checkpoint.ckpt)\n"
+    "  -b, --beam N           override the beam size\n"
+    "  -p, --plugin-path DIRS colon-separated plugin directories searched first\n"
+    "  -q, --quiet            no progress lines\n"
+    "  -h, --help             this help\n";
+
+static enum intrus_status write_lines(const char *path, char *const *lines, size_t n,
+                                      struct intrus_error *err) {
+  size_t len = 0;
+  for (size_t i = 0; i < n; i++) len += strlen(lines[i]) + 1;
+  char *buf = malloc(len ? len : 1), *p = buf;
+  if (!buf) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    size_t k = strlen(lines[i]);
+    memcpy(p, lines[i], k);
+    p[k] = '\n';
+    p += k + 1;
+  }
+  enum intrus_status st = intrus_file_write_atomic(path, buf, len, err);
+  free(buf);
+  return st;
+}
+
+int intrus_cmd_decode(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"run-dir", required_argument, NULL, 'o'},     {"input", required_argument, NULL, 'i'},
+      {"output", required_argument, NULL, 'O'},      {"checkpoint", required_argument, NULL, 'c'},
+      {"beam", required_argument, NULL, 'b'},        {"plugin-path", required_argument, NULL, 'p'},
+      {"quiet", no_argument, NULL, 'q'},             {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *run_dir_arg = NULL, *input = "/dev/stdin", *output = NULL, *ckpt_arg = NULL,
+             *plugin_path = NULL;
+  long beam = 0;
+  bool quiet = false;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "o:i:O:c:b:p:qh", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'o': run_dir_arg = optarg; break;
+    case 'i': input = optarg; break;
+    case 'O': output = optarg; break;
+    case 'c': ckpt_arg = optarg; break;
+    case 'b': {
+      char *end;
+      beam = strtol(optarg, &end, 10);
+      if (*end || beam < 1 || beam > 1024) {
+        fprintf(stderr, "intrus decode: --beam wants an integer in 1..1024, got '%s'\n", optarg);
+        return INTRUS_EXIT_USAGE;
+      }
+      break;
+    }
+    case 'p': plugin_path = optarg; break;
+    case 'q': quiet = true; break;
+    case 'h': fputs(decode_usage, stdout); return INTRUS_EXIT_OK;
+    default: fputs(decode_usage, stderr); return INTRUS_EXIT_USAGE;
+    }
+  }
+  if (optind != argc - 1) {
+    fprintf(stderr, "intrus decode: expected one experiment file\n%s", decode_usage);
+    return INTRUS_EXIT_USAGE;
+  }
+  struct intrus_error err = {0};
+  struct intrus_config *cfg = intrus_config_load_file(argv[optind], &err);
+  if (!cfg) return intrus_cli_fail("decode", &err);
+  const char *name, *exp_plugin_path;
+  char run_dir[4096], ckpt[4200];
+  struct translator t = {0};
+  struct intrus_plugin_search *search = NULL;
+  char **lines = NULL, **out = NULL;
+  size_t n = 0;
+  enum intrus_status st;
+  if ((st = intrus_cfg_string(intrus_config_root(cfg), "name", "experiment", &name, &err)) ||
+      (st = intrus_cfg_string(intrus_config_root(cfg), "plugin_path", "", &exp_plugin_path, &err)))
+    goto done;
+  snprintf(run_dir, sizeof run_dir, "%s", run_dir_arg ? run_dir_arg : "runs/");
+  if (!run_dir_arg) snprintf(run_dir, sizeof run_dir, "runs/%s", name);
+  snprintf(ckpt, sizeof ckpt, "%s", ckpt_arg ? ckpt_arg : "");
+  if (!ckpt_arg) snprintf(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", run_dir);
+  search = intrus_cli_search_path(plugin_path, *exp_plugin_path ? exp_plugin_path : NULL);
+  if ((st = translator_open(cfg, run_dir, ckpt, search, &t, &err))) goto done;
+  if (beam) t.beam.beam = (int)beam;
+  if ((st = intrus_lines_read(input, &lines, &n, &err)) ||
+      (st = translator_run(&t, lines, n, quiet ? NULL : stderr, &out, &err)))
+    goto done;
+  if (output) {
+    st = write_lines(output, out, n, &err);
+  } else {
+    for (size_t i = 0; i < n; i++) printf("%s\n", out[i]);
+    if (fflush(stdout) != 0)
+      st = intrus_error_set(&err, INTRUS_ERR_IO, "cannot write the output: %s", strerror(errno));
+  }
+done:
+  if (lines) intrus_lines_free(lines, n);
+  if (out) intrus_lines_free(out, n);
+  translator_close(&t);
+  intrus_plugin_search_free(search);
+  intrus_config_free(cfg);
+  return st ? intrus_cli_fail("decode", &err) : INTRUS_EXIT_OK;
+}
+
+enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_dir,
+                                   const struct intrus_plugin_search *search, FILE *progress,
+                                   struct run_scores *rs, struct intrus_error *err) {
+  struct translator t = {0};
+  struct intrus_parallel_text test = {0};
+  char **hyps = NULL;
+  char ckpt[4200], src[4200], tgt[4200], path[4200];
+  const intrus_cfg *eval = NULL, *bleu = NULL;
+  enum intrus_status st;
+  memset(rs, 0, sizeof *rs);
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", run_dir);
+  if ((st = intrus_cfg_group(intrus_config_root(cfg), "eval", &eval, err)) ||
+      (eval && (st = intrus_cfg_group(eval, "bleu", &bleu, err))) ||
+      (eval && (st = intrus_cfg_check_unknown(eval, err))) ||
+      (st = translator_open(cfg, run_dir, ckpt, search, &t, err)))
+    goto done;
+  dataset_split_path(&t.data, "test", t.data.src_lang, src, sizeof src);
+  dataset_split_path(&t.data, "test", t.data.tgt_lang, tgt, sizeof tgt);
+  if ((st = intrus_parallel_read(src, tgt, &test, err))) goto done;
+  if (progress) fprintf(progress, "decoding the test set (%zu sentences, beam %d)\n", test.n, t.beam.beam);
+  if ((st = translator_run(&t, test.src, test.n, progress, &hyps, err))) goto done;
+  snprintf(path, sizeof path, "%s/test.hyp", run_dir);
+  if ((st = write_lines(path, hyps, test.n, err)) ||
+      (st = score_corpus(search, "bleu", bleu, hyps, test.tgt, test.n, &rs->bleu, err)))
+    goto done;
+  rs->sentences = test.n;
+  snprintf(rs->hyp_path, sizeof rs->hyp_path, "%s", path);
+done:
+  if (hyps) intrus_lines_free(hyps, test.n);
+  intrus_parallel_free(&test);
+  translator_close(&t);
+  return st;
+}

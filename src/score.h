@@ -1,0 +1,25 @@
+/* Corpus scores of hypotheses against one reference each, through an evaluator plugin
+ * (what `intrus run` reports). */
+#ifndef INTRUS_SCORE_H
+#define INTRUS_SCORE_H
+
+#include <stddef.h>
+
+#include "intrus/plugin.h"
+
+/* Scores with their names copied out of the plugin (which is closed on return). */
+struct score_result {
+  int count;
+  char names[INTRUS_EVAL_MAX_SCORES][32];
+  double values[INTRUS_EVAL_MAX_SCORES];
+  char signature[256];
+};
+
+/* Loads evaluator `name` from search, creates it with cfg (its settings group, or NULL
+ * for defaults), and scores hyps[i] against refs[i]. */
+enum intrus_status score_corpus(const struct intrus_plugin_search *search, const char *name,
+                                const intrus_cfg *cfg, char *const *hyps, char *const *refs,
+                                size_t n, struct score_result *out,
+                                struct intrus_error *err);
+
+#endif

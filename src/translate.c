@@ -1,0 +1,145 @@
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "intrus/checkpoint.h"
+#include "translate.h"
+
+enum intrus_status translator_read_search(const intrus_cfg *root, struct translator *t,
+                                          struct intrus_error *err) {
+  const intrus_cfg *g;
+  long long beam, b, batch_tokens;
+  double alpha, a;
+  enum intrus_status st;
+  t->beam = intrus_beam_defaults();
+  t->batch_tokens = 2000;
+  if ((st = intrus_cfg_group(root, "search", &g, err))) return st;
+  if (!g) return INTRUS_OK;
+  if ((st = intrus_cfg_int_range(g, "beam", t->beam.beam, 1, 1024, &beam, err)) ||
+      (st = intrus_cfg_double_range(g, "alpha", t->beam.alpha, 0.0, 10.0, &alpha, err)) ||
+      (st = intrus_cfg_double_range(g, "max_len_a", t->beam.max_len_a, 0.0, 100.0, &a, err)) ||
+      (st = intrus_cfg_int_range(g, "max_len_b", t->beam.max_len_b, 0, 10000, &b, err)) ||
+      (st = intrus_cfg_int_range(g, "batch_tokens", t->batch_tokens, 1, 1 << 24, &batch_tokens,
+                                 err)) ||
+      (st = intrus_cfg_check_unknown(g, err)))
+    return st;
+  t->beam.beam = (int)beam;
+  t->beam.alpha = (float)alpha;
+  t->beam.max_len_a = (float)a;
+  t->beam.max_len_b = (int)b;
+  t->batch_tokens = batch_tokens;
+  return INTRUS_OK;
+}
+
+enum intrus_status translator_open(struct intrus_config *cfg, const char *run_dir,
+                                   const char *ckpt_path,
+                                   const struct intrus_plugin_search *search,
+                                   struct translator *t, struct intrus_error *err) {
+  memset(t, 0, sizeof *t);
+  const intrus_cfg *root = intrus_config_root(cfg), *data_cfg, *model_cfg;
+  long long seed;
+  enum intrus_status st;
+  if ((st = intrus_cfg_int_range(root, "seed", 1, 0, INT64_MAX, &seed, err)) ||
+      (st = intrus_cfg_group_req(root, "data", &data_cfg, err)) ||
+      (st = dataset_configure(&t->data, data_cfg, intrus_config_filename(cfg), err)) ||
+      (st = intrus_cfg_group_req(root, "model", &model_cfg, err)) ||
+      (st = translator_read_search(root, t, err)))
+    return st;
+  if (t->data.kind != DATA_PARALLEL)
+    return intrus_error_set(err, INTRUS_ERR_CONFIG,
+                            "%s: decoding needs text data (data.kind = \"parallel\")",
+                            intrus_config_filename(cfg));
+  if ((st = dataset_load_pipeline(&t->data, run_dir, err)) ||
+      (st = intrus_model_create(model_cfg, search, t->data.src_vocab_size,
+                                t->data.tgt_vocab_size, (uint64_t)seed, &t->model, err)))
+    return st;
+  static const char *const fp_paths[] = {"data", "model"};
+  uint64_t fp = intrus_config_fingerprint(cfg, fp_paths, 2), vocab_fp = 0;
+  struct intrus_ckpt *ck;
+  if ((st = intrus_ckpt_read(ckpt_path, true, fp, &ck, err))) return st;
+  st = intrus_ckpt_get_params(ck, intrus_model_params(t->model), false, err);
+  if (!st && (!intrus_ckpt_u64(ck, "vocab", &vocab_fp) || vocab_fp != t->data.vocab_fingerprint))
+    st = intrus_error_set(err, INTRUS_ERR_FORMAT,
+                          "%s: written with another vocabulary than the one in %s", ckpt_path,
+                          run_dir);
+  intrus_ckpt_free(ck);
+  return st;
+}
+
+void translator_close(struct translator *t) {
+  intrus_model_destroy(t->model);
+  dataset_free(&t->data);
+  memset(t, 0, sizeof *t);
+}
+
+enum intrus_status translator_run(struct translator *t, char *const *lines, size_t n,
+                                  FILE *progress, char ***out, struct intrus_error *err) {
+  char **seg = NULL, **res = calloc(n ? n : 1, sizeof *res);
+  struct intrus_corpus *c = NULL;
+  struct intrus_batcher *b = NULL;
+  intrus_ctx *ctx = NULL;
+  struct intrus_str s = {0};
+  enum intrus_status st;
+  if (!res) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  if ((st = dataset_segment(&t->data, 0, lines, n, &seg, err)) ||
+      (st = intrus_corpus_encode((const char *const *)seg, NULL, n, t->data.src_vocab, NULL, NULL,
+                                 &c, err)))
+    goto done;
+  b = intrus_batcher_create_sorted(c, t->batch_tokens);
+  ctx = intrus_ctx_create(0);
+  intrus_ctx_set_training(ctx, false);
+  bool reverse = intrus_model_direction(t->model) < 0;
+  size_t nb = intrus_batcher_epoch_size(b, 0), done_sent = 0;
+  time_t last = time(NULL);
+  for (size_t i = 0; i < nb; i++) {
+    const int32_t *idx;
+    int count = intrus_batcher_get(b, 0, i, &idx);
+    intrus_ctx_reset(ctx);
+    struct intrus_src_batch sb;
+    intrus_corpus_fill_batch(c, ctx, idx, count, &sb, NULL);
+    struct intrus_beam_result *r = calloc((size_t)count, sizeof *r);
+    if (!r) {
+      st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+      goto done;
+    }
+    /* The batch's source tokens live in the arena, which the search resets: copy. */
+    size_t tok_bytes = (size_t)sb.batch * sb.len * sizeof(int32_t);
+    int32_t *tok_copy = malloc(tok_bytes ? tok_bytes : 1);
+    int *len_copy = malloc((size_t)count * sizeof *len_copy);
+    memcpy(tok_copy, sb.tokens, tok_bytes);
+    memcpy(len_copy, sb.lens, (size_t)count * sizeof *len_copy);
+    sb.tokens = tok_copy;
+    sb.lens = len_copy;
+    st = intrus_beam_search(t->model, ctx, &sb, &t->beam, r, err);
+    for (int k = 0; k < count && !st; k++) {
+      dataset_detok(&t->data, r[k].tokens, r[k].len, reverse, &s);
+      res[c->line[idx[k]]] = strdup(s.s ? s.s : "");
+    }
+    for (int k = 0; k < count; k++) free(r[k].tokens);
+    free(r);
+    free(tok_copy);
+    free(len_copy);
+    if (st) goto done;
+    done_sent += (size_t)count;
+    if (progress && (time(NULL) - last >= 10 || i + 1 == nb)) {
+      fprintf(progress, "decoded %zu/%zu sentences\n", done_sent, n);
+      fflush(progress);
+      last = time(NULL);
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    if (!res[i]) res[i] = strdup("");
+done:
+  intrus_str_free(&s);
+  intrus_ctx_destroy(ctx);
+  intrus_batcher_free(b);
+  intrus_corpus_free(c);
+  if (seg) intrus_lines_free(seg, n);
+  if (st) {
+    for (size_t i = 0; i < n; i++) free(res[i]);
+    free(res);
+  } else {
+    *out = res;
+  }
+  return st;
+}
