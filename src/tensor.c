@@ -59,8 +59,8 @@ void intrus_ctx_destroy(intrus_ctx *ctx) {
 }
 
 void intrus_ctx_reset(intrus_ctx *ctx) {
-  /* A step that overflowed the first chunk gets one chunk of the peak size, so the next
-   * steps allocate from memory that is already mapped and touched. */
+  /* A step that overflowed the first chunk gets one chunk of the peak size (and some),
+   * so the next steps allocate from memory that is already mapped and touched. */
   if (ctx->nchunks > 1) {
     size_t total = 0;
     for (int i = 0; i < ctx->nchunks; i++) {
@@ -68,7 +68,8 @@ void intrus_ctx_reset(intrus_ctx *ctx) {
       free(ctx->chunks[i].base);
     }
     ctx->nchunks = 0;
-    arena_add_chunk(ctx, total);
+    /* Headroom: batches vary in size, and every regrowth costs fresh, untouched pages. */
+    arena_add_chunk(ctx, total + total / 4);
   }
   ctx->chunks[0].used = 0;
   ctx->used_total = 0;

@@ -1,0 +1,628 @@
+/* intrus eval: scores hypothesis files against reference files with an evaluator plugin.
+ *
+ * `intrus eval bleu` behaves like the sacreBLEU 2.3.1 command line on plain files: every
+ * line is rstrip()ped with Python's whitespace set before scoring (sacreBLEU's CLI does
+ * line.rstrip()), so a reference line of spaces is an empty reference, which sacreBLEU
+ * refuses; the text output is sacreBLEU's score line and its signature. The BLEU itself
+ * comes from the eval_bleu plugin, loaded like any other plugin, so `--plugin-path` and
+ * INTRUS_PLUGIN_PATH can swap in another build of it. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <utf8proc.h>
+
+#include "cli.h"
+#include "intrus/config.h"
+#include "intrus/eval.h"
+#include "intrus/plugin.h"
+
+static const char eval_usage[] =
+    "Usage: intrus eval METRIC [options]\n"
+    "\n"
+    "Scores hypotheses against references. Metrics:\n"
+    "  bleu   corpus BLEU, identical to sacreBLEU 2.3.1 (see 'intrus eval bleu --help')\n"
+    "\n"
+    "Each metric is an evaluator plugin ('intrus plugins --kind eval' lists them).\n"
+    "\n"
+    "Exit status: 0 success, 1 failure, 2 usage error, 4 plugin error,\n"
+    "5 unreadable or invalid input file.\n";
+
+static const char bleu_usage[] =
+    "Usage: intrus eval bleu --ref REF [--ref REF2 ...] --hyp HYP [options]\n"
+    "\n"
+    "Corpus BLEU of HYP against one or more references, computed as sacreBLEU 2.3.1 does\n"
+    "(max n-gram order 4, closest reference length). Files are UTF-8, one segment per\n"
+    "line, all with the same number of lines; trailing whitespace is ignored, and an\n"
+    "empty line in one of several reference files means that segment has fewer\n"
+    "references.\n"
+    "\n"
+    "Options:\n"
+    "  -r, --ref FILE         a reference file (repeat for multiple references)\n"
+    "  -i, --hyp FILE         the hypotheses (system A)\n"
+    "      --hyp2 FILE        a second system B: paired bootstrap test of B against A\n"
+    "  -b, --bootstrap N      bootstrap resamples (default 1000 with --hyp2; without\n"
+    "                         --hyp2: a 95%% confidence interval for HYP)\n"
+    "      --seed S           resampling seed (default %d)\n"
+    "  -t, --tok NAME         tokenizer: 13a (default), char or none\n"
+    "  -l, --lc               lowercase before tokenizing (case:lc)\n"
+    "  -s, --smooth NAME      exp (default), none, floor (0.1) or add-k (1)\n"
+    "  -j, --json             print a JSON object instead of text\n"
+    "  -p, --plugin-path DIRS colon-separated plugin directories searched first\n"
+    "  -h, --help             this help\n"
+    "\n"
+    "Output (as sacreBLEU's):\n"
+    "  BLEU = 27.32 59.4/33.5/20.6/13.1 (BP = 1.000 ratio = 1.012 hyp_len = 1234 "
+    "ref_len = 1219)\n"
+    "  nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.3.1\n"
+    "\n"
+    "With --hyp2, both systems' scores with the mean and 95%% interval half-width over\n"
+    "the resamples, the number of resamples where B beats A, p (that B is not better\n"
+    "than A, one-sided) and sacreBLEU's two-sided paired-bs p.\n"
+    "\n"
+    "Exit status: 0 success, 1 failure, 2 usage error, 4 plugin error,\n"
+    "5 unreadable or invalid input file.\n";
+
+/* ---- reading input files --------------------------------------------------------- */
+
+/* The code points Python's str.rstrip() removes (str.isspace()); see eval_bleu.c. */
+static bool py_space(int32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
+         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
+         c == 0x202F || c == 0x205F || c == 0x3000;
+}
+
+/* A text file split into NUL-terminated lines that point into buf. */
+struct text_file {
+  const char *path;
+  char *buf;
+  char **lines;
+  size_t n;
+};
+
+static void text_file_free(struct text_file *t) {
+  free(t->buf);
+  free(t->lines);
+  t->buf = NULL;
+  t->lines = NULL;
+  t->n = 0;
+}
+
+static enum intrus_status slurp(const char *path, char **out, size_t *len,
+                                struct intrus_error *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    n += fread(buf + n, 1, cap - n, f);
+    if (n < cap) break;
+    char *bigger = realloc(buf, cap * 2);
+    if (!bigger) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    buf = bigger;
+    cap *= 2;
+  }
+  bool failed = buf && ferror(f);
+  int saved = errno;
+  fclose(f);
+  if (!buf) return intrus_error_set(err, INTRUS_ERR_NOMEM, "%s: out of memory", path);
+  if (failed) {
+    free(buf);
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: read error: %s", path, strerror(saved));
+  }
+  *out = buf;
+  *len = n;
+  return INTRUS_OK;
+}
+
+/* Reads path as lines split at '\n' only (as Python's open(newline="\n") does: a '\r'
+ * stays in the line, where rstrip removes it), checks that each line is valid UTF-8
+ * without NUL bytes, and rstrip()s it. A final line without '\n' counts; a final '\n'
+ * does not start another line. Errors name the file and line. */
+static enum intrus_status read_lines(const char *path, struct text_file *t,
+                                     struct intrus_error *err) {
+  size_t len = 0;
+  memset(t, 0, sizeof *t);
+  t->path = path;
+  enum intrus_status st = slurp(path, &t->buf, &len, err);
+  if (st != INTRUS_OK) return st;
+  size_t nl = 0;
+  for (size_t i = 0; i < len; i++) nl += t->buf[i] == '\n';
+  size_t cap = nl + 1;
+  t->lines = malloc(cap * sizeof *t->lines);
+  if (!t->lines) {
+    text_file_free(t);
+    return intrus_error_set(err, INTRUS_ERR_NOMEM, "%s: out of memory", path);
+  }
+  size_t start = 0;
+  while (start < len) {
+    char *nlp = memchr(t->buf + start, '\n', len - start);
+    size_t end = nlp ? (size_t)(nlp - t->buf) : len;
+    char *line = t->buf + start;
+    size_t llen = end - start, lineno = t->n + 1;
+    if (memchr(line, '\0', llen)) {
+      st = intrus_error_set(err, INTRUS_ERR_DATA,
+                            "%s:%zu: the line contains a NUL byte (not text)", path, lineno);
+      break;
+    }
+    size_t i = 0, keep = 0;
+    while (i < llen) {
+      utf8proc_int32_t c;
+      utf8proc_ssize_t k = utf8proc_iterate((const utf8proc_uint8_t *)line + i,
+                                            (utf8proc_ssize_t)(llen - i), &c);
+      if (k < 0) {
+        st = intrus_error_set(err, INTRUS_ERR_DATA,
+                              "%s:%zu: invalid UTF-8 (byte 0x%02x at column %zu)", path,
+                              lineno, (unsigned char)line[i], i + 1);
+        break;
+      }
+      i += (size_t)k;
+      if (!py_space(c)) keep = i;
+    }
+    if (st != INTRUS_OK) break;
+    line[keep] = '\0'; /* rstrip; also ends the line where its '\n' was */
+    t->lines[t->n++] = line;
+    start = end + 1;
+  }
+  if (st != INTRUS_OK) text_file_free(t);
+  return st;
+}
+
+/* ---- output ---------------------------------------------------------------------- */
+
+static double score_value(const struct intrus_eval_scores *sc, const char *name) {
+  for (int i = 0; i < sc->count; i++)
+    if (!strcmp(sc->names[i], name)) return sc->values[i];
+  return NAN;
+}
+
+/* sacreBLEU's verbose part: "59.4/33.5/20.6/13.1 (BP = 1.000 ratio = 1.012 hyp_len = 1234
+ * ref_len = 1219)". */
+static void verbose_score(const struct intrus_eval_scores *sc, char *buf, size_t size) {
+  snprintf(buf, size, "%.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %.0f ref_len = %.0f)",
+           score_value(sc, "P1"), score_value(sc, "P2"), score_value(sc, "P3"),
+           score_value(sc, "P4"), score_value(sc, "BP"), score_value(sc, "ratio"),
+           score_value(sc, "hyp_len"), score_value(sc, "ref_len"));
+}
+
+static void json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+/* A double as Python's json module writes a float (repr: the shortest text that reads
+ * back to the same value, with a ".0" when it is integral). */
+static void json_number(FILE *f, double x) {
+  char buf[64];
+  if (!isfinite(x)) {
+    fputs("null", f);
+    return;
+  }
+  double ax = fabs(x);
+  if (ax == 0 || (ax >= 1e-4 && ax < 1e16)) {
+    for (int d = 1; d <= 20; d++) {
+      snprintf(buf, sizeof buf, "%.*f", d, x);
+      if (strtod(buf, NULL) == x) break;
+    }
+  } else {
+    for (int p = 1; p <= 17; p++) {
+      snprintf(buf, sizeof buf, "%.*g", p, x);
+      if (strtod(buf, NULL) == x) break;
+    }
+  }
+  fputs(buf, f);
+}
+
+/* sacreBLEU's "score": float(f'{score:.2f}'). */
+static void json_score(FILE *f, double x) {
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.2f", x);
+  json_number(f, strtod(buf, NULL));
+}
+
+/* Adds "bs:N|seed:S|" after the signature's nrefs field, where sacreBLEU's Signature
+ * puts them for resampled results. */
+static void bootstrap_signature(const char *sig, int samples, uint64_t seed, char *out,
+                                size_t size) {
+  const char *bar = strchr(sig, '|');
+  if (!bar) {
+    snprintf(out, size, "%s|bs:%d|seed:%" PRIu64, sig, samples, seed);
+    return;
+  }
+  snprintf(out, size, "%.*s|bs:%d|seed:%" PRIu64 "%s", (int)(bar - sig), sig, samples, seed,
+           bar);
+}
+
+/* One system as sacreBLEU's Score.format(is_json=True) builds it, plus the numbers
+ * behind the verbose string. sys may be NULL (no resampling). */
+static void json_system(FILE *f, const char *indent, const struct intrus_eval_scores *sc,
+                        const char *signature, const struct intrus_bootstrap_system *sys) {
+  char verbose[256];
+  verbose_score(sc, verbose, sizeof verbose);
+  fprintf(f, "{\n%s \"name\": \"BLEU\",\n%s \"score\": ", indent, indent);
+  json_score(f, score_value(sc, "BLEU"));
+  fprintf(f, ",\n%s \"signature\": ", indent);
+  json_string(f, signature);
+  if (sys) {
+    char conf[128];
+    snprintf(conf, sizeof conf, "\xce\xbc = %.2f \xc2\xb1 %.2f", sys->mean, sys->ci);
+    fprintf(f, ",\n%s \"confidence_mean\": ", indent);
+    json_score(f, sys->mean);
+    fprintf(f, ",\n%s \"confidence_var\": ", indent);
+    json_score(f, sys->ci);
+    fprintf(f, ",\n%s \"confidence\": ", indent);
+    json_string(f, conf);
+    fprintf(f, ",\n%s \"ci_lower\": ", indent);
+    json_number(f, sys->lower);
+    fprintf(f, ",\n%s \"ci_upper\": ", indent);
+    json_number(f, sys->upper);
+  }
+  fprintf(f, ",\n%s \"verbose_score\": ", indent);
+  json_string(f, verbose);
+  fprintf(f, ",\n%s \"precisions\": [", indent);
+  for (int n = 1; n <= 4; n++) {
+    char name[8];
+    snprintf(name, sizeof name, "P%d", n);
+    if (n > 1) fputs(", ", f);
+    json_number(f, score_value(sc, name));
+  }
+  fprintf(f, "],\n%s \"bp\": ", indent);
+  json_number(f, score_value(sc, "BP"));
+  fprintf(f, ",\n%s \"ratio\": ", indent);
+  json_number(f, score_value(sc, "ratio"));
+  fprintf(f, ",\n%s \"hyp_len\": %.0f,\n%s \"ref_len\": %.0f", indent,
+          score_value(sc, "hyp_len"), indent, score_value(sc, "ref_len"));
+  /* sacreBLEU also spells the signature out as keys (nrefs, case, ..., version). */
+  const char *p = signature;
+  while (*p) {
+    const char *bar = strchr(p, '|'), *colon = strchr(p, ':');
+    size_t flen = bar ? (size_t)(bar - p) : strlen(p);
+    if (colon && colon < p + flen) {
+      char key[64], value[128];
+      snprintf(key, sizeof key, "%.*s", (int)(colon - p), p);
+      snprintf(value, sizeof value, "%.*s", (int)(p + flen - colon - 1), colon + 1);
+      fprintf(f, ",\n%s ", indent);
+      json_string(f, key);
+      fputs(": ", f);
+      json_string(f, value);
+    }
+    p += flen + (bar ? 1 : 0);
+  }
+  fprintf(f, "\n%s}", indent);
+}
+
+static void text_system(FILE *f, const char *label, const struct intrus_eval_scores *sc,
+                        const struct intrus_bootstrap_system *sys) {
+  char verbose[256];
+  verbose_score(sc, verbose, sizeof verbose);
+  if (label) fprintf(f, "%s: ", label);
+  fprintf(f, "BLEU = %.2f", score_value(sc, "BLEU"));
+  if (sys) fprintf(f, " (\xce\xbc = %.2f \xc2\xb1 %.2f)", sys->mean, sys->ci);
+  fprintf(f, " %s\n", verbose);
+}
+
+/* ---- intrus eval bleu -------------------------------------------------------------- */
+
+#define MAX_REFS 64
+
+struct bleu_args {
+  const char *refs[MAX_REFS];
+  int nrefs;
+  const char *hyp, *hyp2, *tok, *smooth, *plugin_path;
+  bool lc, json;
+  long bootstrap;
+  uint64_t seed;
+};
+
+static bool one_of(const char *v, const char *const *choices) {
+  for (; *choices; choices++)
+    if (!strcmp(v, *choices)) return true;
+  return false;
+}
+
+static int bleu_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bleu_usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("intrus eval bleu: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputs("\n(try 'intrus eval bleu --help')\n", stderr);
+  va_end(ap);
+  return INTRUS_EXIT_USAGE;
+}
+
+/* Returns -1 to go on, or an exit code. */
+static int parse_bleu_args(int argc, char **argv, struct bleu_args *a) {
+  enum { OPT_HYP2 = 1000, OPT_SEED };
+  static const struct option longopts[] = {
+      {"ref", required_argument, NULL, 'r'},       {"hyp", required_argument, NULL, 'i'},
+      {"hyp2", required_argument, NULL, OPT_HYP2}, {"bootstrap", required_argument, NULL, 'b'},
+      {"seed", required_argument, NULL, OPT_SEED}, {"tok", required_argument, NULL, 't'},
+      {"lc", no_argument, NULL, 'l'},              {"smooth", required_argument, NULL, 's'},
+      {"json", no_argument, NULL, 'j'},            {"plugin-path", required_argument, NULL, 'p'},
+      {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
+  static const char *const toks[] = {"13a", "char", "none", NULL};
+  static const char *const smooths[] = {"exp", "none", "floor", "add-k", NULL};
+  memset(a, 0, sizeof *a);
+  a->tok = "13a";
+  a->smooth = "exp";
+  a->seed = INTRUS_BOOTSTRAP_DEFAULT_SEED;
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, "r:i:b:t:ls:jp:h", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'r':
+      if (a->nrefs == MAX_REFS) return bleu_usage_error("at most %d --ref files", MAX_REFS);
+      a->refs[a->nrefs++] = optarg;
+      break;
+    case 'i': a->hyp = optarg; break;
+    case OPT_HYP2: a->hyp2 = optarg; break;
+    case 'b': {
+      char *end;
+      errno = 0;
+      a->bootstrap = strtol(optarg, &end, 10);
+      if (errno || *end || a->bootstrap <= 0 || a->bootstrap > 1000000)
+        return bleu_usage_error("--bootstrap wants a number of resamples from 1 to 1000000, "
+                                "got '%s'", optarg);
+      break;
+    }
+    case OPT_SEED: {
+      char *end;
+      errno = 0;
+      unsigned long long s = strtoull(optarg, &end, 10);
+      if (errno || *end || !*optarg || optarg[0] == '-')
+        return bleu_usage_error("--seed wants a non-negative integer, got '%s'", optarg);
+      a->seed = s;
+      break;
+    }
+    case 't':
+      if (!one_of(optarg, toks))
+        return bleu_usage_error("--tok wants 13a, char or none, got '%s'", optarg);
+      a->tok = optarg;
+      break;
+    case 'l': a->lc = true; break;
+    case 's':
+      if (!one_of(optarg, smooths))
+        return bleu_usage_error("--smooth wants exp, none, floor or add-k, got '%s'", optarg);
+      a->smooth = optarg;
+      break;
+    case 'j': a->json = true; break;
+    case 'p': a->plugin_path = optarg; break;
+    case 'h': printf(bleu_usage, INTRUS_BOOTSTRAP_DEFAULT_SEED); return INTRUS_EXIT_OK;
+    default: fprintf(stderr, bleu_usage, INTRUS_BOOTSTRAP_DEFAULT_SEED); return INTRUS_EXIT_USAGE;
+    }
+  }
+  if (optind < argc) return bleu_usage_error("unexpected argument '%s'", argv[optind]);
+  if (!a->hyp) return bleu_usage_error("a hypothesis file is needed (--hyp FILE)");
+  if (a->nrefs == 0) return bleu_usage_error("a reference file is needed (--ref FILE)");
+  if (a->hyp2 && a->bootstrap == 0) a->bootstrap = INTRUS_BOOTSTRAP_DEFAULT_SAMPLES;
+  return -1;
+}
+
+/* Segment statistics of every line of hyp (nseg rows of ss doubles). */
+static enum intrus_status system_stats(const struct intrus_evaluator_vtable *vt, void *self,
+                                       const struct text_file *hyp,
+                                       const struct text_file *refs, int nrefs, int ss,
+                                       double **out, struct intrus_error *err) {
+  const char *seg_refs[MAX_REFS];
+  double *stats = calloc(hyp->n * (size_t)ss, sizeof *stats);
+  if (!stats) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < hyp->n; i++) {
+    for (int r = 0; r < nrefs; r++) seg_refs[r] = refs[r].lines[i];
+    enum intrus_status st =
+        vt->segment_stats(self, hyp->lines[i], seg_refs, nrefs, stats + i * (size_t)ss, err);
+    if (st != INTRUS_OK) {
+      free(stats);
+      return intrus_error_prefix(err, "%s:%zu", hyp->path, i + 1);
+    }
+  }
+  *out = stats;
+  return INTRUS_OK;
+}
+
+static void sum_stats(const double *stats, size_t nseg, int ss, double *sum) {
+  memset(sum, 0, (size_t)ss * sizeof *sum);
+  for (size_t i = 0; i < nseg; i++)
+    for (int k = 0; k < ss; k++) sum[k] += stats[i * (size_t)ss + k];
+}
+
+/* Every input file read and checked against the others: same line counts, and no
+ * segment whose references are all empty (sacreBLEU refuses those). */
+static enum intrus_status read_inputs(const struct bleu_args *a, struct text_file *refs,
+                                      struct text_file *hyp, struct text_file *hyp2,
+                                      struct intrus_error *err) {
+  enum intrus_status st;
+  for (int r = 0; r < a->nrefs; r++)
+    if ((st = read_lines(a->refs[r], &refs[r], err))) return st;
+  if ((st = read_lines(a->hyp, hyp, err))) return st;
+  if (a->hyp2 && (st = read_lines(a->hyp2, hyp2, err))) return st;
+  if (hyp->n == 0)
+    return intrus_error_set(err, INTRUS_ERR_DATA, "%s: no lines to score", hyp->path);
+  for (int r = 0; r < a->nrefs; r++)
+    if (refs[r].n != hyp->n)
+      return intrus_error_set(err, INTRUS_ERR_DATA,
+                              "line counts differ: %s has %zu lines, %s has %zu (one line "
+                              "per segment in every file)",
+                              hyp->path, hyp->n, refs[r].path, refs[r].n);
+  if (a->hyp2 && hyp2->n != hyp->n)
+    return intrus_error_set(err, INTRUS_ERR_DATA,
+                            "line counts differ: %s has %zu lines, %s has %zu (one line per "
+                            "segment in every file)",
+                            hyp->path, hyp->n, hyp2->path, hyp2->n);
+  for (size_t i = 0; i < hyp->n; i++) {
+    int used = 0;
+    for (int r = 0; r < a->nrefs; r++) used += refs[r].lines[i][0] != '\0';
+    if (used == 0) {
+      if (a->nrefs == 1)
+        return intrus_error_set(err, INTRUS_ERR_DATA,
+                                "%s:%zu: empty reference line (every segment needs a "
+                                "reference, as in sacreBLEU)",
+                                refs[0].path, i + 1);
+      return intrus_error_set(err, INTRUS_ERR_DATA,
+                              "line %zu is empty in every reference file (%s, ...): every "
+                              "segment needs a reference, as in sacreBLEU",
+                              i + 1, refs[0].path);
+    }
+  }
+  return INTRUS_OK;
+}
+
+static int cmd_bleu(int argc, char **argv) {
+  static const char cmd[] = "eval bleu";
+  struct bleu_args a;
+  int rc = parse_bleu_args(argc, argv, &a);
+  if (rc >= 0) return rc;
+
+  struct intrus_error err = {0};
+  struct text_file refs[MAX_REFS], hyp = {0}, hyp2 = {0};
+  memset(refs, 0, sizeof refs);
+  struct intrus_config *cfg = NULL;
+  struct intrus_plugin_search *search = NULL;
+  struct intrus_plugin *plugin = NULL;
+  const struct intrus_evaluator_vtable *vt = NULL;
+  void *self = NULL;
+  double *stats_a = NULL, *stats_b = NULL, *sum = NULL;
+  enum intrus_status st;
+  rc = INTRUS_EXIT_OK;
+
+  if ((st = read_inputs(&a, refs, &hyp, &hyp2, &err))) goto fail;
+
+  /* The options become the plugin's settings group, so the CLI goes through the same
+   * strict config reading as an experiment's evaluator group. The values were checked
+   * against fixed lists above, so they cannot break out of the quotes. */
+  char settings[256];
+  snprintf(settings, sizeof settings, "tokenize = \"%s\";\nlowercase = %s;\nsmooth = \"%s\";\n",
+           a.tok, a.lc ? "true" : "false", a.smooth);
+  cfg = intrus_config_load_string(settings, "intrus eval bleu options", &err);
+  if (!cfg) goto fail;
+  search = intrus_cli_search_path(a.plugin_path, NULL);
+  if ((st = intrus_plugin_load(search, INTRUS_KIND_EVALUATOR, "bleu", &plugin, &err))) goto fail;
+  vt = intrus_plugin_descriptor(plugin)->vtable;
+  if ((st = vt->create(intrus_config_root(cfg), &self, &err))) goto fail;
+  int ss = vt->stats_size(self);
+
+  if ((st = system_stats(vt, self, &hyp, refs, a.nrefs, ss, &stats_a, &err))) goto fail;
+  if (a.hyp2 && (st = system_stats(vt, self, &hyp2, refs, a.nrefs, ss, &stats_b, &err)))
+    goto fail;
+
+  struct intrus_eval_scores sc_a, sc_b;
+  memset(&sc_a, 0, sizeof sc_a);
+  memset(&sc_b, 0, sizeof sc_b);
+  sum = malloc((size_t)ss * sizeof *sum);
+  if (!sum) {
+    intrus_error_set(&err, INTRUS_ERR_NOMEM, "out of memory");
+    goto fail;
+  }
+  sum_stats(stats_a, hyp.n, ss, sum);
+  if ((st = vt->score(self, sum, &sc_a, &err))) goto fail;
+  if (stats_b) {
+    sum_stats(stats_b, hyp.n, ss, sum);
+    if ((st = vt->score(self, sum, &sc_b, &err))) goto fail;
+  }
+
+  if (a.bootstrap == 0) {
+    if (a.json) {
+      json_system(stdout, "", &sc_a, sc_a.signature, NULL);
+      fputc('\n', stdout);
+    } else {
+      text_system(stdout, NULL, &sc_a, NULL);
+      printf("%s\n", sc_a.signature);
+    }
+    goto done;
+  }
+
+  struct intrus_bootstrap_result res;
+  if ((st = intrus_paired_bootstrap(vt, self, (int)hyp.n, stats_a, stats_b ? stats_b : stats_a,
+                                    (int)a.bootstrap, a.seed, &res, &err)))
+    goto fail;
+  char sig[sizeof sc_a.signature + 64];
+  bootstrap_signature(sc_a.signature, res.samples, a.seed, sig, sizeof sig);
+  if (!stats_b) {
+    /* One system: its confidence interval only. */
+    if (a.json) {
+      json_system(stdout, "", &sc_a, sig, &res.a);
+      fputc('\n', stdout);
+    } else {
+      text_system(stdout, NULL, &sc_a, &res.a);
+      printf("%s\n", sig);
+    }
+    goto done;
+  }
+  if (a.json) {
+    printf("{\n \"A\": ");
+    json_system(stdout, " ", &sc_a, sig, &res.a);
+    printf(",\n \"B\": ");
+    json_system(stdout, " ", &sc_b, sig, &res.b);
+    printf(",\n \"file_a\": ");
+    json_string(stdout, hyp.path);
+    printf(",\n \"file_b\": ");
+    json_string(stdout, hyp2.path);
+    printf(",\n \"samples\": %d,\n \"seed\": %" PRIu64 ",\n \"b_better\": %d,\n \"p_value\": ",
+           res.samples, a.seed, res.b_better);
+    json_number(stdout, res.p_value);
+    printf(",\n \"p_sacrebleu\": ");
+    json_number(stdout, res.p_sacrebleu);
+    printf(",\n \"signature\": ");
+    json_string(stdout, sig);
+    printf("\n}\n");
+  } else {
+    char label[4200];
+    snprintf(label, sizeof label, "A (%s)", hyp.path);
+    text_system(stdout, label, &sc_a, &res.a);
+    snprintf(label, sizeof label, "B (%s)", hyp2.path);
+    text_system(stdout, label, &sc_b, &res.b);
+    printf("paired bootstrap: B > A in %d of %d resamples; p = %.4f (B not better than A); "
+           "sacreBLEU paired-bs p = %.4f\n",
+           res.b_better, res.samples, res.p_value, res.p_sacrebleu);
+    printf("%s\n", sig);
+  }
+  goto done;
+
+fail:
+  rc = intrus_cli_fail(cmd, &err);
+done:
+  free(sum);
+  free(stats_a);
+  free(stats_b);
+  if (self) vt->destroy(self);
+  if (plugin) intrus_plugin_close(plugin);
+  if (search) intrus_plugin_search_free(search);
+  if (cfg) intrus_config_free(cfg);
+  for (int r = 0; r < MAX_REFS; r++) text_file_free(&refs[r]);
+  text_file_free(&hyp);
+  text_file_free(&hyp2);
+  return rc;
+}
+
+int intrus_cmd_eval(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(eval_usage, stderr);
+    return INTRUS_EXIT_USAGE;
+  }
+  const char *metric = argv[1];
+  if (!strcmp(metric, "-h") || !strcmp(metric, "--help") || !strcmp(metric, "help")) {
+    fputs(eval_usage, stdout);
+    return INTRUS_EXIT_OK;
+  }
+  if (!strcmp(metric, "bleu")) return cmd_bleu(argc - 1, argv + 1);
+  fprintf(stderr, "intrus eval: unknown metric '%s' (available: bleu; try 'intrus eval --help')\n",
+          metric);
+  return INTRUS_EXIT_USAGE;
+}
