@@ -131,8 +131,12 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
     if (text) {
       const struct score_result *b = &rs.bleu;
       printf("test: %zu sentences -> %s\n", rs.sentences, rs.hyp_path);
-      for (int i = 0; i < b->count; i++)
-        printf("%s%s = %.2f", i ? "  " : "", b->names[i], b->values[i]);
+      for (int i = 0; i < b->count; i++) {
+        double v = b->values[i];
+        /* Lengths (hyp_len, ref_len) are counts; scores and ratios get two decimals. */
+        printf(strstr(b->names[i], "len") ? "%s%s = %.0f" : "%s%s = %.2f", i ? "  " : "",
+               b->names[i], v);
+      }
       printf("\n%s\n", b->signature);
     }
     char path[4200], tmp[4300];
