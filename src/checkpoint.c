@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "intrus/checkpoint.h"
+#include "intrus/fileio.h"
 #include "intrus/rng.h"
 
 #define CKPT_MAGIC "INTRUSCK"
@@ -355,25 +356,6 @@ static int hash_back(int fd, const unsigned char *hdr, uint64_t bytes, uint64_t 
   return 0;
 }
 
-/* fsync of the directory holding path, so that the rename itself is durable. Returns 0
- * or an errno value. */
-static int sync_parent_dir(const char *path) {
-  const char *slash = strrchr(path, '/');
-  char *dir;
-  if (!slash) dir = strdup(".");
-  else if (slash == path) dir = strdup("/");
-  else dir = strndup(path, (size_t)(slash - path));
-  if (!dir) return ENOMEM;
-  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  free(dir);
-  if (fd < 0) return errno;
-  int e = fsync(fd) != 0 ? errno : 0;
-  close(fd);
-  /* Some filesystems cannot sync a directory at all; there is nothing more to do there. */
-  if (e == EINVAL || e == ENOTSUP) e = 0;
-  return e;
-}
-
 /* Count, checksum and fsync of the temporary file. Returns 0, or an errno value with
  * *what saying which step failed. */
 static int finish_temp_file(struct intrus_ckpt_writer *w, const char **what) {
@@ -411,7 +393,7 @@ enum intrus_status intrus_ckpt_commit(struct intrus_ckpt_writer *w, struct intru
   } else if (rename(w->tmp, w->path) != 0) {
     e = errno;
     st = writer_fail(w, err, "%s: cannot move %s into place: %s", w->path, w->tmp, strerror(e));
-  } else if ((e = sync_parent_dir(w->path)) != 0) {
+  } else if ((e = intrus_fsync_parent_dir(w->path)) != 0) {
     /* The new file is in place by now; only its durability is in doubt. */
     st = intrus_error_set(err, INTRUS_ERR_IO,
                           "%s: checkpoint written, but its directory cannot be synced (it may "

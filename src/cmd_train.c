@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "intrus/fileio.h"
 #include "intrus/train.h"
 
 static const char train_usage[] =
@@ -139,12 +140,13 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
       }
       printf("\n%s\n", b->signature);
     }
-    char path[4200], tmp[4300];
+    char path[4200];
     snprintf(path, sizeof path, "%s/results.json", run_dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
+    char *json = NULL;
+    size_t json_len = 0;
+    FILE *f = open_memstream(&json, &json_len);
     if (!f) {
-      intrus_error_set(&err, INTRUS_ERR_IO, "%s: cannot write: %s", tmp, strerror(errno));
+      intrus_error_set(&err, INTRUS_ERR_NOMEM, "out of memory");
       return intrus_cli_fail(cmd, &err);
     }
     fputs("{\"experiment\": ", f);
@@ -162,13 +164,10 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
       json_string(f, rs.bleu.signature);
     }
     fputs("}\n", f);
-    bool ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-    ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
-      intrus_error_set(&err, INTRUS_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
-      unlink(tmp);
-      return intrus_cli_fail(cmd, &err);
-    }
+    fclose(f);
+    st = intrus_file_write_atomic(path, json, json_len, &err);
+    free(json);
+    if (st) return intrus_cli_fail(cmd, &err);
     printf("results: %s\n", path);
   }
   return INTRUS_EXIT_OK;

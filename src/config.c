@@ -25,6 +25,7 @@
 #include <libconfig.h>
 
 #include "intrus/config.h"
+#include "intrus/fileio.h"
 #include "intrus/rng.h"
 
 struct intrus_config {
@@ -373,32 +374,18 @@ const char *intrus_config_filename(const struct intrus_config *c) { return c->fi
 
 enum intrus_status intrus_config_write(const struct intrus_config *c, const char *path,
                                        struct intrus_error *err) {
-  char *tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (!f) {
-    int e = errno;
-    enum intrus_status st = intrus_error_set(
-        err, INTRUS_ERR_IO, "cannot write config file '%s': cannot create '%s': %s", path, tmp,
-        strerror(e));
-    free(tmp);
-    return st;
-  }
-  config_write(&c->cfg, f);
-  int e = 0;
-  if (fflush(f) != 0 || ferror(f))
-    e = errno ? errno : EIO;
-  else if (fsync(fileno(f)) != 0)
-    e = errno;
-  if (fclose(f) != 0 && !e) e = errno;
-  if (!e && rename(tmp, path) != 0) e = errno;
-  if (e) {
-    unlink(tmp);
-    free(tmp);
-    return intrus_error_set(err, INTRUS_ERR_IO, "cannot write config file '%s': %s", path,
-                            strerror(e));
-  }
-  free(tmp);
-  return INTRUS_OK;
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (!mem) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory writing %s", path);
+  config_write(&c->cfg, mem);
+  bool ok = fflush(mem) == 0 && !ferror(mem);
+  fclose(mem);
+  enum intrus_status st = ok ? intrus_file_write_atomic(path, text, len, err)
+                             : intrus_error_set(err, INTRUS_ERR_NOMEM,
+                                                "out of memory writing %s", path);
+  free(text);
+  return st;
 }
 
 /* ---- fingerprint ------------------------------------------------------------------ */

@@ -382,7 +382,7 @@ static void test_defaults_written(void) {
   snprintf(out, sizeof out, "%s/tests/no-such-dir/eff.cfg", test_builddir());
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", out, (long)getpid());
   EXPECT(intrus_config_write(c, out, &err) == INTRUS_ERR_IO, "write to a missing directory");
-  EXPECT_STREQ(err.msg, want("cannot write config file '%s': cannot create '%s': %s", out, tmp,
+  EXPECT_STREQ(err.msg, want("cannot write '%s': cannot create '%s': %s", out, tmp,
                              strerror(ENOENT)));
   intrus_config_free(c);
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "intrus/fileio.h"
 #include "intrus/plugin.h"
 #include "intrus/status.h"
 #include "intrus/tensor.h"
@@ -45,12 +46,6 @@ enum intrus_status intrus_parallel_read(const char *src_path, const char *tgt_pa
                                         struct intrus_parallel_text *out,
                                         struct intrus_error *err);
 void intrus_parallel_free(struct intrus_parallel_text *p);
-
-/* Replaces path by len bytes of data so that a crash leaves either the old file or the
- * new one, never a mix: writes PATH.tmp.PID, fsyncs it, renames it over path and syncs
- * the directory. INTRUS_ERR_IO naming path on failure (the temporary file is removed). */
-enum intrus_status intrus_file_write_atomic(const char *path, const void *data, size_t len,
-                                            struct intrus_error *err);
 
 /* ---- encoded corpus --------------------------------------------------------------- */
 
