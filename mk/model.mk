@@ -26,3 +26,7 @@ noinst_HEADERS += src/score.h
 src_libintrus_la_SOURCES += src/score.c
 intrus_SOURCES += src/cmd_decode.c
 intrusinclude_HEADERS += include/intrus/text.h
+check_PROGRAMS += tests/test_mt
+TESTS += tests/test_mt
+tests_test_mt_SOURCES = tests/test_mt.c
+tests_test_mt_LDADD = src/libintrus.la
