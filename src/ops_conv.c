@@ -48,7 +48,8 @@ static bool conv_is_pointwise(const struct conv_geom *g) {
 /* xb: [C, H, W] -> col: [K, P], zeros where the window hangs over the padding. */
 static void im2col(const struct conv_geom *g, const float *xb, float *col) {
   const size_t total = (size_t)g->K * g->P;
-#pragma omp parallel for schedule(static) if (total > INTRUS_OMP_MIN)
+  (void)total; /* unused without OpenMP */
+  OMP_FOR(total)
   for (int row = 0; row < g->K; row++) {
     const int c = row / (g->kh * g->kw), ki = row / g->kw % g->kh, kj = row % g->kw;
     const float *plane = xb + (size_t)c * g->H * g->W;
@@ -74,7 +75,8 @@ static void im2col(const struct conv_geom *g, const float *xb, float *col) {
  * never share an output element and the summation order is fixed. */
 static void col2im_add(const struct conv_geom *g, const float *col, float *dxb) {
   const size_t total = (size_t)g->K * g->P;
-#pragma omp parallel for schedule(static) if (total > INTRUS_OMP_MIN)
+  (void)total;
+  OMP_FOR(total)
   for (int c = 0; c < g->C; c++) {
     float *plane = dxb + (size_t)c * g->H * g->W;
     for (int ki = 0; ki < g->kh; ki++)
@@ -200,7 +202,7 @@ intrus_tensor *intrus_maxpool2d(intrus_ctx *ctx, intrus_tensor *x, int k, int st
   int32_t *arg = intrus_ctx_alloc(ctx, out->n * sizeof(int32_t));
   out->aux = arg;
   const size_t planes = (size_t)B * C, in_plane = (size_t)H * W, out_plane = (size_t)Ho * Wo;
-#pragma omp parallel for schedule(static) if (x->n > INTRUS_OMP_MIN)
+  OMP_FOR(x->n)
   for (size_t pl = 0; pl < planes; pl++) {
     const float *xp = x->data + pl * in_plane;
     float *yp = out->data + pl * out_plane;
@@ -238,7 +240,7 @@ void intrus_maxpool2d_backward(intrus_ctx *ctx, intrus_tensor *out) {
   float *dx = intrus_tensor_grad(ctx, x);
   /* Overlapping windows (stride < k) can route several outputs to one input, but only
    * within a plane: planes in parallel never collide. */
-#pragma omp parallel for schedule(static) if (x->n > INTRUS_OMP_MIN)
+  OMP_FOR(x->n)
   for (size_t pl = 0; pl < planes; pl++) {
     float *dxp = dx + pl * in_plane;
     const float *dyp = dy + pl * out_plane;

@@ -30,7 +30,7 @@ intrus_tensor *intrus_embedding(intrus_ctx *ctx, intrus_tensor *table, const int
       intrus_op_result(ctx, INTRUS_OP_EMBEDDING, ndim + 1, oshape, table, NULL, NULL);
   const float *tab = table->data;
   float *y = out->data;
-#pragma omp parallel for schedule(static) if (out->n > INTRUS_OMP_MIN)
+  OMP_FOR(out->n)
   for (size_t i = 0; i < nids; i++)
     memcpy(y + i * (size_t)d, tab + (size_t)ids[i] * d, (size_t)d * sizeof(float));
 
@@ -55,6 +55,7 @@ void intrus_embedding_backward(intrus_ctx *ctx, intrus_tensor *out) {
   for (size_t i = 0; i < nids; i++) {
     float *row = dt + (size_t)ids[i] * d;
     const float *g = dy + i * (size_t)d;
+    OMP_SIMD
     for (int j = 0; j < d; j++) row[j] += g[j];
   }
 }
@@ -81,7 +82,7 @@ intrus_tensor *intrus_layer_norm(intrus_ctx *ctx, intrus_tensor *x, intrus_tenso
   float *rstd = intrus_ctx_alloc(ctx, R * sizeof(float));
   const float *xs = x->data, *g = gain->data, *b = bias->data;
   float *y = out->data;
-#pragma omp parallel for schedule(static) if (x->n > INTRUS_OMP_MIN)
+  OMP_FOR(x->n)
   for (size_t r = 0; r < R; r++) {
     const float *xr = xs + r * (size_t)d;
     float *yr = y + r * (size_t)d;
@@ -98,6 +99,7 @@ intrus_tensor *intrus_layer_norm(intrus_ctx *ctx, intrus_tensor *x, intrus_tenso
     const float m = (float)mu, rs = (float)(1.0 / sqrt(v / d + (double)eps));
     mean[r] = m;
     rstd[r] = rs;
+    OMP_SIMD
     for (int j = 0; j < d; j++) yr[j] = (xr[j] - m) * rs * g[j] + b[j];
   }
   out->aux = mean;
@@ -116,7 +118,7 @@ void intrus_layer_norm_backward(intrus_ctx *ctx, intrus_tensor *out) {
     /* With xh = (x - mean) * rstd and gy = dy * gain:
      * dx = rstd * (gy - mean_j(gy) - xh * mean_j(gy * xh)). */
     float *dx = intrus_tensor_grad(ctx, x);
-#pragma omp parallel for schedule(static) if (x->n > INTRUS_OMP_MIN)
+    OMP_FOR(x->n)
     for (size_t r = 0; r < R; r++) {
       const float *xr = xs + r * (size_t)d, *dyr = dy + r * (size_t)d;
       float *dxr = dx + r * (size_t)d;
@@ -128,6 +130,7 @@ void intrus_layer_norm_backward(intrus_ctx *ctx, intrus_tensor *out) {
         sgx += (double)gy * xh;
       }
       const float mg = (float)(sg / d), mgx = (float)(sgx / d);
+      OMP_SIMD
       for (int j = 0; j < d; j++) {
         float gy = dyr[j] * g[j], xh = (xr[j] - m) * rs;
         dxr[j] += rs * (gy - mg - xh * mgx);
@@ -142,10 +145,14 @@ void intrus_layer_norm_backward(intrus_ctx *ctx, intrus_tensor *out) {
     for (size_t r = 0; r < R; r++) {
       const float *xr = xs + r * (size_t)d, *dyr = dy + r * (size_t)d;
       const float m = mean[r], rs = rstd[r];
-      if (dg)
+      if (dg) {
+        OMP_SIMD
         for (int j = 0; j < d; j++) dg[j] += dyr[j] * ((xr[j] - m) * rs);
-      if (db)
+      }
+      if (db) {
+        OMP_SIMD
         for (int j = 0; j < d; j++) db[j] += dyr[j];
+      }
     }
   }
 }

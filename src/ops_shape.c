@@ -5,17 +5,6 @@
 #include "intrus/tensor.h"
 #include "ops_internal.h"
 
-/* Without OpenMP the pragmas would be unknown ones and fail -Werror builds. */
-#ifdef _OPENMP
-#define OMP_PRAGMA(x) _Pragma(#x)
-#define OMP_FOR(n) OMP_PRAGMA(omp parallel for schedule(static) if ((n) > INTRUS_OMP_MIN))
-#define OMP_FOR2(n) \
-  OMP_PRAGMA(omp parallel for collapse(2) schedule(static) if ((n) > INTRUS_OMP_MIN))
-#else
-#define OMP_FOR(n)
-#define OMP_FOR2(n)
-#endif
-
 static const char *shape_str(const intrus_tensor *t, char *buf, size_t size) {
   size_t len = 0;
   len += (size_t)snprintf(buf, size, "[");
@@ -59,7 +48,7 @@ void intrus_reshape_backward(intrus_ctx *ctx, intrus_tensor *out) {
   float *dx = intrus_tensor_grad(ctx, x);
   const float *g = out->grad;
   long n = (long)out->n;
-  OMP_FOR(n)
+  OMP_FOR_SIMD(n)
   for (long i = 0; i < n; i++) dx[i] += g[i];
 }
 
@@ -157,6 +146,7 @@ intrus_tensor *intrus_concat(intrus_ctx *ctx, intrus_tensor *a, intrus_tensor *b
   out->ip[0] = axis;
   size_t outer = intrus_shape_numel(axis, a->shape);
   size_t ia = outer ? a->n / outer : 0, ib = outer ? b->n / outer : 0;
+  OMP_FOR(out->n)
   for (size_t o = 0; o < outer; o++) {
     memcpy(out->data + o * (ia + ib), a->data + o * ia, ia * sizeof(float));
     memcpy(out->data + o * (ia + ib) + ia, b->data + o * ib, ib * sizeof(float));
@@ -164,23 +154,37 @@ intrus_tensor *intrus_concat(intrus_ctx *ctx, intrus_tensor *a, intrus_tensor *b
   return out;
 }
 
+/* dst[o, j] += src[o * stride + off + j] over the flat range [lo, hi) of dst: [outer, w],
+ * row segment by row segment, each a simd loop. */
+static void add_rows_range(float *restrict dst, const float *restrict src, long w, long stride,
+                           long off, long lo, long hi) {
+  long o = lo / w, j = lo % w;
+  for (long i = lo; i < hi; o++, j = 0) {
+    long len = w - j < hi - i ? w - j : hi - i;
+    float *restrict d = dst + i;
+    const float *restrict s = src + o * stride + off + j;
+    OMP_SIMD
+    for (long k = 0; k < len; k++) d[k] += s[k];
+    i += len;
+  }
+}
+
+static void add_rows(float *dst, const float *src, long n, long w, long stride, long off) {
+  if (n == 0) return;
+  OMP_PARALLEL_STREAM(n) {
+    long lo, hi;
+    intrus_omp_range(n, &lo, &hi);
+    add_rows_range(dst, src, w, stride, off, lo, hi);
+  }
+}
+
 void intrus_concat_backward(intrus_ctx *ctx, intrus_tensor *out) {
   intrus_tensor *a = out->src[0], *b = out->src[1];
   long outer = (long)intrus_shape_numel(out->ip[0], a->shape);
   long ia = outer ? (long)a->n / outer : 0, ib = outer ? (long)b->n / outer : 0;
   const float *g = out->grad;
-  if (a->requires_grad) {
-    float *da = intrus_tensor_grad(ctx, a);
-    OMP_FOR2(a->n)
-    for (long o = 0; o < outer; o++)
-      for (long j = 0; j < ia; j++) da[o * ia + j] += g[o * (ia + ib) + j];
-  }
-  if (b->requires_grad) {
-    float *db = intrus_tensor_grad(ctx, b);
-    OMP_FOR2(b->n)
-    for (long o = 0; o < outer; o++)
-      for (long j = 0; j < ib; j++) db[o * ib + j] += g[o * (ia + ib) + ia + j];
-  }
+  if (a->requires_grad) add_rows(intrus_tensor_grad(ctx, a), g, (long)a->n, ia, ia + ib, 0);
+  if (b->requires_grad) add_rows(intrus_tensor_grad(ctx, b), g, (long)b->n, ib, ia + ib, ia);
 }
 
 /* ---- sum / mean ----------------------------------------------------------------- */
@@ -213,7 +217,7 @@ static void add_constant(intrus_ctx *ctx, intrus_tensor *x, float c) {
   if (!x->requires_grad) return;
   float *dx = intrus_tensor_grad(ctx, x);
   long n = (long)x->n;
-  OMP_FOR(n)
+  OMP_FOR_SIMD(n)
   for (long i = 0; i < n; i++) dx[i] += c;
 }
 

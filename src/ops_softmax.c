@@ -56,7 +56,7 @@ static intrus_tensor *softmax_common(intrus_ctx *ctx, intrus_tensor *x, const ui
   const float *xs = x->data;
   float *y = out->data;
   const float masked = log_out ? -INFINITY : 0.0f;
-#pragma omp parallel for schedule(static) if (x->n > INTRUS_OMP_MIN)
+  OMP_FOR(x->n)
   for (size_t r = 0; r < R; r++) {
     const float *xr = xs + r * (size_t)C;
     const uint8_t *mr = m ? m + r * (size_t)C : NULL;
@@ -93,7 +93,7 @@ void intrus_softmax_backward(intrus_ctx *ctx, intrus_tensor *out) {
   float *dx = intrus_tensor_grad(ctx, x);
   /* dx_j = y_j (dy_j - sum_k dy_k y_k) over kept entries; masked ones get nothing
    * (tested explicitly so a non-finite dy there cannot leak in through 0 * inf). */
-#pragma omp parallel for schedule(static) if (x->n > INTRUS_OMP_MIN)
+  OMP_FOR(x->n)
   for (size_t r = 0; r < R; r++) {
     const size_t o = r * (size_t)C;
     const uint8_t *mr = m ? m + o : NULL;
@@ -101,8 +101,13 @@ void intrus_softmax_backward(intrus_ctx *ctx, intrus_tensor *out) {
     for (int j = 0; j < C; j++)
       if (!mr || mr[j]) dot += (double)dy[o + j] * y[o + j];
     const float d = (float)dot;
-    for (int j = 0; j < C; j++)
-      if (!mr || mr[j]) dx[o + j] += y[o + j] * (dy[o + j] - d);
+    if (!mr) {
+      OMP_SIMD
+      for (int j = 0; j < C; j++) dx[o + j] += y[o + j] * (dy[o + j] - d);
+    } else {
+      for (int j = 0; j < C; j++)
+        if (mr[j]) dx[o + j] += y[o + j] * (dy[o + j] - d);
+    }
   }
 }
 
@@ -116,7 +121,7 @@ void intrus_log_softmax_backward(intrus_ctx *ctx, intrus_tensor *out) {
   float *dx = intrus_tensor_grad(ctx, x);
   /* dx_j = dy_j - p_j sum_k dy_k over kept entries, p_j = exp(y_j). A row whose
    * outputs are all -inf (fully masked) has no kept finite entry and gets nothing. */
-#pragma omp parallel for schedule(static) if (x->n > INTRUS_OMP_MIN)
+  OMP_FOR(x->n)
   for (size_t r = 0; r < R; r++) {
     const size_t o = r * (size_t)C;
     const uint8_t *mr = m ? m + o : NULL;
@@ -162,7 +167,7 @@ intrus_tensor *intrus_cross_entropy(intrus_ctx *ctx, intrus_tensor *logits,
   double *rowloss = intrus_ctx_alloc(ctx, R * sizeof(double));
   const float *xs = logits->data;
   const double s = smoothing;
-#pragma omp parallel for schedule(static) if (logits->n > INTRUS_OMP_MIN)
+  OMP_FOR(logits->n)
   for (size_t r = 0; r < R; r++) {
     const float *xr = xs + r * (size_t)V;
     const float l = row_logsumexp(xr, NULL, V);
@@ -208,7 +213,7 @@ void intrus_cross_entropy_backward(intrus_ctx *ctx, intrus_tensor *out) {
   const float g = out->grad[0] / (float)count, uni = s / (float)V;
   float *dx = intrus_tensor_grad(ctx, x);
   /* d loss_r / dx_v = p_v - (1 - s) [v == t] - s / V; scaled by dL / (rows counted). */
-#pragma omp parallel for schedule(static) if (x->n > INTRUS_OMP_MIN)
+  OMP_FOR(x->n)
   for (size_t r = 0; r < R; r++) {
     if (tg[r] == ignore_index) continue;
     const size_t o = r * (size_t)V;
@@ -231,7 +236,7 @@ intrus_tensor *intrus_logsumexp_masked(intrus_ctx *ctx, intrus_tensor *x, const 
   const uint8_t *m = out->aux;
   const float *xs = x->data;
   float *y = out->data;
-#pragma omp parallel for schedule(static) if (x->n > INTRUS_OMP_MIN)
+  OMP_FOR(x->n)
   for (int r = 0; r < R; r++)
     y[r] = row_logsumexp(xs + (size_t)r * C, m + (size_t)r * C, C);
   return out;
@@ -247,7 +252,7 @@ void intrus_logsumexp_masked_backward(intrus_ctx *ctx, intrus_tensor *out) {
   float *dx = intrus_tensor_grad(ctx, x);
   /* d lse / dx_j = exp(x_j - lse) = softmax over the kept entries; an empty row
    * (lse = -inf) has no gradient. */
-#pragma omp parallel for schedule(static) if (x->n > INTRUS_OMP_MIN)
+  OMP_FOR(x->n)
   for (int r = 0; r < R; r++) {
     if (y[r] == -INFINITY) continue;
     const size_t o = (size_t)r * C;

@@ -35,7 +35,9 @@ double intrus_adam_step(struct intrus_params *p, const struct intrus_adam *opt, 
   float bc1 = (float)(1.0 - pow(opt->beta1, t)), bc2 = (float)(1.0 - pow(opt->beta2, t));
   float b1 = opt->beta1, b2 = opt->beta2, eps = opt->eps;
   float step_size = lr / bc1, inv_sqrt_bc2 = 1.0f / sqrtf(bc2);
+#ifdef _OPENMP
 #pragma omp parallel for schedule(static) if (n > 262144)
+#endif
   for (size_t i = 0; i < n; i++) {
     float gi = g[i] * gscale;
     m[i] = b1 * m[i] + (1.0f - b1) * gi;

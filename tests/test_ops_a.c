@@ -1,7 +1,7 @@
 /* Forward values of the ops in src/ops_linalg.c, src/ops_elementwise.c and
  * src/ops_shape.c (their gradients are checked by test_gradcheck): matmul against a
- * naive product, activations against PyTorch, dropout's statistics and determinism,
- * and the shape ops' data layout. */
+ * naive product, activations against PyTorch, the erf behind gelu against double erf,
+ * dropout's statistics and determinism, and the shape ops' data layout. */
 #include <stdint.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -10,6 +10,7 @@
 
 #include "intrus/rng.h"
 #include "intrus/tensor.h"
+#include "ops_internal.h"
 #include "testutil.h"
 
 static void fill_uniform(struct intrus_rng *r, float *x, size_t n, float lo, float hi) {
@@ -121,6 +122,56 @@ static void test_activations(void) {
   intrus_ctx_destroy(ctx);
 }
 
+/* gelu's own erf (src/ops_elementwise.c) against double erf: every multiple of 2^-17
+ * in [0, 4.5] (past 3.92 erf rounds to 1), 64 points per binade from 2^-126 to 1
+ * (where the relative error is hardest to keep), and all of them negated: within 1e-7
+ * relative (the approximation reaches 8.9e-8, 9.4e-8 without FMA, over every float),
+ * odd to the bit, 0 at 0. */
+static void test_erf(void) {
+  const long ngrid = 9 * (1L << 16) + 1, nsmall = 126 * 64, n = 2 * (ngrid + nsmall);
+  float *x = malloc((size_t)n * sizeof(float)), *y = malloc((size_t)n * sizeof(float));
+  long k = 0;
+  for (long i = 0; i < ngrid; i++) x[k++] = (float)i * 0x1p-17f;
+  for (int e = -126; e < 0; e++)
+    for (int j = 0; j < 64; j++) x[k++] = ldexpf(1.0f + j / 64.0f, e);
+  for (long i = 0; i < n / 2; i++) x[k++] = -x[i];
+  intrus_erf_n(y, x, n);
+  double worst = 0.0, worst_x = 0.0;
+  long odd_bad = 0;
+  for (long i = 0; i < n; i++) {
+    double ref = erf((double)x[i]);
+    double err = ref == 0.0 ? fabs((double)y[i]) : fabs(y[i] - ref) / fabs(ref);
+    if (err > worst) {
+      worst = err;
+      worst_x = x[i];
+    }
+    if (i < n / 2) odd_bad += memcmp(&y[i + n / 2], &(float){-y[i]}, sizeof(float)) != 0;
+  }
+  EXPECT(worst <= 1e-7, "erf: max relative error %.3g at x = %.9g", worst, worst_x);
+  EXPECT(odd_bad == 0, "erf(-x) != -erf(x) at %ld points", odd_bad);
+  EXPECT(y[0] == 0.0f, "erf(0) = %g", y[0]);
+
+  /* gelu on [-4, 4) against x Phi(x) in double: within the erf error (including that
+   * of rounding x / sqrt(2)) scaled by |x| / 2, plus the rounding of the result (it
+   * reached 0.68 of this bound with FMA and 0.95 without when |x| weighed 0.5e-7). */
+  intrus_ctx *ctx = intrus_ctx_create(1 << 20);
+  const int m = 2 * 16 * 1024;
+  float *gx = malloc(m * sizeof(float));
+  for (int i = 0; i < m; i++) gx[i] = (float)(i - m / 2) * (8.0f / m);
+  intrus_tensor *g = intrus_gelu(ctx, intrus_tensor_from(ctx, 1, &m, gx));
+  double gworst = 0.0;
+  for (int i = 0; i < m; i++) {
+    double v = gx[i], ref = 0.5 * v * (1.0 + erf(v / sqrt(2.0)));
+    double err = fabs(g->data[i] - ref) / (fabs(v) * 1e-7 + fabs(ref) * 1.2e-7 + 1e-30);
+    if (err > gworst) gworst = err;
+  }
+  EXPECT(gworst <= 1.0, "gelu off by %.3g of its bound", gworst);
+  free(gx);
+  intrus_ctx_destroy(ctx);
+  free(x);
+  free(y);
+}
+
 /* ---- add / mul ------------------------------------------------------------------ */
 
 static void test_add_mul(void) {
@@ -140,6 +191,39 @@ static void test_add_mul(void) {
     bad += prod2->data[i] != a->data[i] * same->data[i];
   }
   EXPECT(bad == 0, "%d wrong elements in add / mul", bad);
+  intrus_ctx_destroy(ctx);
+}
+
+static void set_threads(int n);
+
+/* Above INTRUS_OMP_MIN_STREAM (131072), so the parallel loops are taken, with row
+ * lengths that cut the threads' parts mid-row, a row of one (scalar b) and of 7 (short
+ * segments), against the naive a[i] op b[i % inner], on 1 and 2 threads. */
+static void test_add_mul_large(void) {
+  intrus_ctx *ctx = intrus_ctx_create(1 << 20);
+  struct intrus_rng r;
+  intrus_rng_seed(&r, 6);
+  static const int cases[][2] = {{700, 300}, {150001, 1}, {30011, 7}, {1, 140001}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const int as[2] = {cases[c][0], cases[c][1]};
+    for (int threads = 1; threads <= 2; threads++) {
+      set_threads(threads);
+      intrus_ctx_reset(ctx);
+      intrus_tensor *a = random_tensor(ctx, &r, 2, as), *b = random_tensor(ctx, &r, 1, &as[1]);
+      intrus_tensor *same = random_tensor(ctx, &r, 2, as);
+      intrus_tensor *sum = intrus_add(ctx, a, b), *prod = intrus_mul(ctx, a, b);
+      intrus_tensor *sum2 = intrus_add(ctx, a, same), *prod2 = intrus_mul(ctx, a, same);
+      long bad = 0, inner = as[1];
+      for (size_t i = 0; i < a->n; i++) {
+        bad += sum->data[i] != a->data[i] + b->data[i % inner];
+        bad += prod->data[i] != a->data[i] * b->data[i % inner];
+        bad += sum2->data[i] != a->data[i] + same->data[i];
+        bad += prod2->data[i] != a->data[i] * same->data[i];
+      }
+      EXPECT(bad == 0, "[%d, %d] op [%d] on %d thread(s): %ld wrong elements", as[0], as[1],
+             as[1], threads, bad);
+    }
+  }
   intrus_ctx_destroy(ctx);
 }
 
@@ -190,14 +274,35 @@ static void test_dropout(void) {
   /* The binomial standard deviation of the kept fraction is about 0.001 here. */
   EXPECT_NEAR((double)kept / n, 1.0 - p, 0.006);
   EXPECT(badscale == 0, "%zu kept values not scaled by 1/(1-p)", badscale);
-
+  /* Neighbours independent: both of i, i + 1 dropped with probability p^2 (standard
+   * deviation about 0.0007), and likewise i, i + 16 (a vector apart) and i, i + 2^16. */
+  static const int lags[3] = {1, 16, 1 << 16};
+  for (int l = 0; l < 3; l++) {
+    size_t both = 0;
+    for (int i = 0; i + lags[l] < n; i++)
+      both += out->data[i] == 0.0f && out->data[i + lags[l]] == 0.0f;
+    EXPECT_NEAR((double)both / (n - lags[l]), (double)p * p, 0.004);
+  }
   memcpy(y, out->data, DROP_N * sizeof(float));
+
   out = dropout_step(ctx, x, 3, p);
   EXPECT(memcmp(y, out->data, DROP_N * sizeof(float)) == 0,
          "same seed and step give different masks");
   out = dropout_step(ctx, x, 4, p);
   EXPECT(memcmp(y, out->data, DROP_N * sizeof(float)) != 0,
          "another step gives the same mask");
+  /* ... and an independent one: both dropped with probability p^2. */
+  size_t both = 0;
+  for (int i = 0; i < n; i++) both += y[i] == 0.0f && out->data[i] == 0.0f;
+  EXPECT_NEAR((double)both / n, (double)p * p, 0.004);
+  /* Other rates: the kept fraction follows p. */
+  static const float ps[3] = {0.05f, 0.5f, 0.9f};
+  for (int k = 0; k < 3; k++) {
+    out = dropout_step(ctx, x, 5, ps[k]);
+    kept = 0;
+    for (int i = 0; i < n; i++) kept += out->data[i] != 0.0f;
+    EXPECT_NEAR((double)kept / n, 1.0 - ps[k], 0.006);
+  }
 
   set_threads(1);
   out = dropout_step(ctx, x, 3, p);
@@ -322,7 +427,8 @@ static void test_shape_ops_large(void) {
          "large permute backward is not the inverse permutation");
 
   intrus_ctx_reset(ctx);
-  const int as[3] = {40, 30, 20}, bs[3] = {40, 30, 12};
+  /* Above INTRUS_OMP_MIN_STREAM (131072) each, for concat backward's parallel loop. */
+  const int as[3] = {61, 31, 80}, bs[3] = {61, 31, 76}; /* threads split mid-row */
   intrus_tensor *a = random_tensor(ctx, &r, 3, as), *b = random_tensor(ctx, &r, 3, bs);
   a->requires_grad = b->requires_grad = true;
   intrus_tensor *c = intrus_concat(ctx, a, b, 2);
@@ -337,7 +443,9 @@ static void test_shape_ops_large(void) {
 int main(void) {
   test_matmul();
   test_activations();
+  test_erf();
   test_add_mul();
+  test_add_mul_large();
   test_dropout();
   test_thread_independence();
   test_shape_ops();

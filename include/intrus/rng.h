@@ -31,6 +31,26 @@ uint64_t intrus_hash64(uint64_t key, uint64_t counter);
 static inline float intrus_hash_uniform(uint64_t key, uint64_t counter) {
   return (float)(intrus_hash64(key, counter) >> 40) * (1.0f / 16777216.0f);
 }
+/* The same contract for loops that must vectorise (dropout): 32-bit multiplies and
+ * shifts only, inline, no branches. Two rounds of the "lowbias32" xorshift-multiply
+ * mixer (constants from Wellons' hash-prospector), keyed by the low half of key before
+ * the first and the high half before the second; for a fixed key it is a bijection of
+ * the counter. */
+static inline uint32_t intrus_hash32(uint64_t key, uint32_t counter) {
+  uint32_t x = counter ^ (uint32_t)key;
+  x ^= x >> 16;
+  x *= 0x21f0aaadU;
+  x ^= x >> 15;
+  x *= 0xd35a2d97U;
+  x ^= x >> 15;
+  x ^= (uint32_t)(key >> 32);
+  x ^= x >> 16;
+  x *= 0x21f0aaadU;
+  x ^= x >> 15;
+  x *= 0xd35a2d97U;
+  x ^= x >> 15;
+  return x;
+}
 
 /* 64-bit FNV-1a of a byte string, chainable through h (start with INTRUS_FNV_INIT). */
 #define INTRUS_FNV_INIT 0xcbf29ce484222325ULL
