@@ -30,3 +30,5 @@ check_PROGRAMS += tests/test_mt
 TESTS += tests/test_mt
 tests_test_mt_SOURCES = tests/test_mt.c
 tests_test_mt_LDADD = src/libintrus.la
+EXTRA_DIST += experiments/quickstart.cfg experiments/quickstart-de-en.cfg \
+	README.md LICENSE docs/architecture.md docs/benchmarks.md scripts/install-deps.sh .ci/run
