@@ -1,6 +1,7 @@
 /* intrus train / intrus run, and the commands later work fills in. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,7 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
     json_string(f, exp_name);
     fprintf(f, ", \"steps\": %ld, \"train_loss\": %.6f, \"valid_loss\": %.6f", res.steps_done,
             res.last_loss, res.valid_loss);
+    if (!isnan(res.valid_bleu)) fprintf(f, ", \"valid_bleu\": %.4f", res.valid_bleu);
     if (text) {
       fprintf(f, ", \"test_sentences\": %zu, \"test\": {", rs.sentences);
       for (int i = 0; i < rs.bleu.count; i++) {

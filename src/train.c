@@ -13,10 +13,11 @@
 #include "intrus/rng.h"
 #include "intrus/train.h"
 #include "dataset.h"
+#include "score.h"
 #include "translate.h"
 
 struct train_cfg {
-  long steps, log_every, valid_every, checkpoint_every, batch_tokens;
+  long steps, log_every, valid_every, checkpoint_every, batch_tokens, valid_bleu;
   int batch;
   float label_smoothing;
   struct intrus_adam adam;
@@ -31,7 +32,7 @@ static double now_s(void) {
 static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t,
                                      struct intrus_error *err) {
   const intrus_cfg *g;
-  long long steps, batch, batch_tokens, warmup, log_every, valid_every, ckpt_every;
+  long long steps, batch, batch_tokens, valid_bleu, warmup, log_every, valid_every, ckpt_every;
   double lr, clip, smoothing, beta1, beta2;
   enum intrus_status st;
   if ((st = intrus_cfg_group_req(root, "train", &g, err)) ||
@@ -47,11 +48,13 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
       (st = intrus_cfg_int_range(g, "log_every", 100, 1, 1LL << 40, &log_every, err)) ||
       (st = intrus_cfg_int_range(g, "valid_every", 1000, 1, 1LL << 40, &valid_every, err)) ||
       (st = intrus_cfg_int_range(g, "checkpoint_every", 1000, 1, 1LL << 40, &ckpt_every, err)) ||
+      (st = intrus_cfg_int_range(g, "valid_bleu", 200, 0, 1 << 20, &valid_bleu, err)) ||
       (st = intrus_cfg_check_unknown(g, err)))
     return st;
   t->steps = steps;
   t->batch = (int)batch;
   t->batch_tokens = batch_tokens;
+  t->valid_bleu = valid_bleu;
   t->log_every = log_every;
   t->valid_every = valid_every;
   t->checkpoint_every = ckpt_every;
@@ -99,6 +102,27 @@ static enum intrus_status validate(struct intrus_model *m, intrus_ctx *ctx, stru
   return st;
 }
 
+/* BLEU of the first train.valid_bleu validation sentences, decoded with the search
+ * settings; NAN for synthetic data or when switched off. */
+static enum intrus_status validate_bleu(struct intrus_model *m, struct dataset *d,
+                                        const struct train_cfg *t, const struct translator *search,
+                                        const struct intrus_plugin_search *plugins,
+                                        const intrus_cfg *bleu_cfg, double *bleu,
+                                        struct intrus_error *err) {
+  *bleu = NAN;
+  if (d->kind != DATA_PARALLEL || t->valid_bleu == 0) return INTRUS_OK;
+  size_t n = d->valid_text.n < (size_t)t->valid_bleu ? d->valid_text.n : (size_t)t->valid_bleu;
+  char **hyps;
+  enum intrus_status st = translate_lines(m, d, &search->beam, search->batch_tokens,
+                                          d->valid_text.src, n, NULL, &hyps, err);
+  if (st) return st;
+  struct score_result r;
+  st = score_corpus(plugins, "bleu", bleu_cfg, hyps, d->valid_text.tgt, n, &r, err);
+  intrus_lines_free(hyps, n);
+  if (!st) *bleu = r.values[0];
+  return st;
+}
+
 static enum intrus_status make_dir(const char *dir, struct intrus_error *err) {
   char path[4096];
   snprintf(path, sizeof path, "%s", dir);
@@ -118,16 +142,19 @@ static enum intrus_status make_dir(const char *dir, struct intrus_error *err) {
 
 static enum intrus_status save_checkpoint(const char *path, uint64_t fp,
                                           struct intrus_model *m, long step, double last_loss,
-                                          uint64_t vocab_fp, struct intrus_error *err) {
-  uint64_t loss_bits;
+                                          double best, uint64_t vocab_fp,
+                                          struct intrus_error *err) {
+  uint64_t loss_bits, best_bits;
   memcpy(&loss_bits, &last_loss, sizeof loss_bits);
+  memcpy(&best_bits, &best, sizeof best_bits);
   struct intrus_ckpt_writer *w;
   enum intrus_status st = intrus_ckpt_begin(path, fp, &w, err);
   if (st) return st;
   if ((st = intrus_ckpt_put_params(w, intrus_model_params(m), true, err)) ||
       (st = intrus_ckpt_put_u64(w, "step", (uint64_t)step, err)) ||
       (st = intrus_ckpt_put_u64(w, "last_loss", loss_bits, err)) ||
-      (st = intrus_ckpt_put_u64(w, "vocab", vocab_fp, err))) {
+      (st = intrus_ckpt_put_u64(w, "vocab", vocab_fp, err)) ||
+      (st = intrus_ckpt_put_u64(w, "best", best_bits, err))) {
     intrus_ckpt_abort(w);
     return st;
   }
@@ -143,6 +170,7 @@ static void format_eta(char *buf, size_t n, double s) {
 enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_train_options *opt,
                                 struct intrus_train_result *res, struct intrus_error *err) {
   memset(res, 0, sizeof *res);
+  res->valid_bleu = NAN;
   const intrus_cfg *root = intrus_config_root(cfg);
   struct dataset data = {0};
   struct translator search_check;
@@ -168,9 +196,12 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
                                 (uint64_t)seed, &model, err)) ||
       (st = translator_read_search(root, &search_check, err)))
     goto done;
-  /* The evaluators' groups are checked by the evaluators themselves (intrus run). */
-  intrus_cfg_mark_read(root, "eval");
-  if ((st = intrus_cfg_check_unknown(root, err))) goto done;
+  const intrus_cfg *eval_cfg = NULL, *bleu_cfg = NULL;
+  if ((st = intrus_cfg_group(root, "eval", &eval_cfg, err)) ||
+      (eval_cfg && (st = intrus_cfg_group(eval_cfg, "bleu", &bleu_cfg, err))) ||
+      (eval_cfg && (st = intrus_cfg_check_unknown(eval_cfg, err))) ||
+      (st = intrus_cfg_check_unknown(root, err)))
+    goto done;
 
   char path[4096];
   snprintf(path, sizeof path, "%s/effective.cfg", opt->run_dir);
@@ -182,15 +213,20 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
 
   struct intrus_params *params = intrus_model_params(model);
   long step = 0;
+  /* Best validation score so far: BLEU when it is measured, else minus the loss. */
+  double best = -INFINITY;
+  char best_path[4096];
+  snprintf(best_path, sizeof best_path, "%s/best.ckpt", opt->run_dir);
   if (access(ckpt_path, F_OK) == 0) {
     struct intrus_ckpt *ck;
-    uint64_t saved = 0, loss_bits = 0, vocab_fp = 0;
+    uint64_t saved = 0, loss_bits = 0, vocab_fp = 0, best_bits = 0;
     if ((st = intrus_ckpt_read(ckpt_path, true, fp, &ck, err))) goto done;
     st = intrus_ckpt_get_params(ck, params, true, err);
     if (!st && (!intrus_ckpt_u64(ck, "step", &saved) ||
                 !intrus_ckpt_u64(ck, "last_loss", &loss_bits) ||
-                !intrus_ckpt_u64(ck, "vocab", &vocab_fp)))
-      st = intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: no 'step', 'last_loss' or 'vocab' record",
+                !intrus_ckpt_u64(ck, "vocab", &vocab_fp) || !intrus_ckpt_u64(ck, "best", &best_bits)))
+      st = intrus_error_set(err, INTRUS_ERR_FORMAT,
+                            "%s: no 'step', 'last_loss', 'vocab' or 'best' record",
                             ckpt_path);
     else if (!st && vocab_fp != data.vocab_fingerprint)
       st = intrus_error_set(err, INTRUS_ERR_FORMAT,
@@ -198,8 +234,10 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
                             "(fingerprint 0x%016llx, vocabulary 0x%016llx)",
                             ckpt_path, opt->run_dir, (unsigned long long)vocab_fp,
                             (unsigned long long)data.vocab_fingerprint);
-    else if (!st)
+    else if (!st) {
       memcpy(&res->last_loss, &loss_bits, sizeof loss_bits);
+      memcpy(&best, &best_bits, sizeof best);
+    }
     intrus_ckpt_free(ck);
     if (st) goto done;
     step = (long)saved;
@@ -212,7 +250,7 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
     st = intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     goto done;
   }
-  if (!step) fprintf(log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\n");
+  if (!step) fprintf(log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\n");
 
   ctx = intrus_ctx_create(0);
   struct intrus_train_opts topts = {.direction = intrus_model_direction(model),
@@ -250,9 +288,20 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
     loss_sum += loss;
     if (opt->on_step) opt->on_step(step, loss, opt->user);
     bool validate_now = step % tc.valid_every == 0 || step == stop;
-    double vloss = NAN;
-    if (validate_now && (st = validate(model, ctx, &data, &tc, (uint64_t)seed, &vloss, err)))
+    double vloss = NAN, vbleu = NAN;
+    if (validate_now &&
+        ((st = validate(model, ctx, &data, &tc, (uint64_t)seed, &vloss, err)) ||
+         (st = validate_bleu(model, &data, &tc, &search_check, opt->search, bleu_cfg, &vbleu,
+                             err))))
       goto done;
+    bool new_best = false;
+    if (validate_now) {
+      double score = isnan(vbleu) ? -vloss : vbleu;
+      if (score > best) {
+        best = score;
+        new_best = true;
+      }
+    }
     if (step % tc.log_every == 0 || step == stop || validate_now) {
       double t = now_s(), tps = window_tokens / fmax(t - window_t, 1e-9);
       char eta[32];
@@ -261,21 +310,31 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
         fprintf(opt->progress, "step %ld/%ld  loss %.4f  lr %.2e  %.0f tok/s  ETA %s", step,
                 tc.steps, loss_sum / window_steps, intrus_lr_at(&tc.adam, step - 1), tps, eta);
         if (validate_now) fprintf(opt->progress, "  valid %.4f", vloss);
+        if (!isnan(vbleu)) fprintf(opt->progress, "  BLEU %.2f", vbleu);
+        if (new_best) fprintf(opt->progress, "  (best)");
         fputc('\n', opt->progress);
         fflush(opt->progress);
       }
       fprintf(log, "%ld\t%.6f\t%.6g\t%.1f\t", step, loss_sum / window_steps,
               intrus_lr_at(&tc.adam, step - 1), tps);
       if (validate_now) fprintf(log, "%.6f", vloss);
+      fputc('\t', log);
+      if (!isnan(vbleu)) fprintf(log, "%.2f", vbleu);
       fputc('\n', log);
       fflush(log);
       window_t = t;
       window_tokens = window_steps = 0;
       loss_sum = 0.0;
     }
-    if (validate_now) res->valid_loss = vloss;
+    if (validate_now) {
+      res->valid_loss = vloss;
+      res->valid_bleu = vbleu;
+    }
+    if (new_best && (st = save_checkpoint(best_path, fp, model, step, res->last_loss, best,
+                                          data.vocab_fingerprint, err)))
+      goto done;
     if (step % tc.checkpoint_every == 0 || step == stop)
-      if ((st = save_checkpoint(ckpt_path, fp, model, step, res->last_loss,
+      if ((st = save_checkpoint(ckpt_path, fp, model, step, res->last_loss, best,
                                 data.vocab_fingerprint, err)))
         goto done;
   }

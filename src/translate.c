@@ -74,6 +74,14 @@ void translator_close(struct translator *t) {
 
 enum intrus_status translator_run(struct translator *t, char *const *lines, size_t n,
                                   FILE *progress, char ***out, struct intrus_error *err) {
+  return translate_lines(t->model, &t->data, &t->beam, t->batch_tokens, lines, n, progress,
+                         out, err);
+}
+
+enum intrus_status translate_lines(struct intrus_model *model, struct dataset *data,
+                                   const struct intrus_beam_opts *beam, long batch_tokens,
+                                   char *const *lines, size_t n, FILE *progress, char ***out,
+                                   struct intrus_error *err) {
   char **seg = NULL, **res = calloc(n ? n : 1, sizeof *res);
   struct intrus_corpus *c = NULL;
   struct intrus_batcher *b = NULL;
@@ -81,14 +89,14 @@ enum intrus_status translator_run(struct translator *t, char *const *lines, size
   struct intrus_str s = {0};
   enum intrus_status st;
   if (!res) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-  if ((st = dataset_segment(&t->data, 0, lines, n, &seg, err)) ||
-      (st = intrus_corpus_encode((const char *const *)seg, NULL, n, t->data.src_vocab, NULL, NULL,
+  if ((st = dataset_segment(data, 0, lines, n, &seg, err)) ||
+      (st = intrus_corpus_encode((const char *const *)seg, NULL, n, data->src_vocab, NULL, NULL,
                                  &c, err)))
     goto done;
-  b = intrus_batcher_create_sorted(c, t->batch_tokens);
+  b = intrus_batcher_create_sorted(c, batch_tokens);
   ctx = intrus_ctx_create(0);
   intrus_ctx_set_training(ctx, false);
-  bool reverse = intrus_model_direction(t->model) < 0;
+  bool reverse = intrus_model_direction(model) < 0;
   size_t nb = intrus_batcher_epoch_size(b, 0), done_sent = 0;
   time_t last = time(NULL);
   for (size_t i = 0; i < nb; i++) {
@@ -110,9 +118,9 @@ enum intrus_status translator_run(struct translator *t, char *const *lines, size
     memcpy(len_copy, sb.lens, (size_t)count * sizeof *len_copy);
     sb.tokens = tok_copy;
     sb.lens = len_copy;
-    st = intrus_beam_search(t->model, ctx, &sb, &t->beam, r, err);
+    st = intrus_beam_search(model, ctx, &sb, beam, r, err);
     for (int k = 0; k < count && !st; k++) {
-      dataset_detok(&t->data, r[k].tokens, r[k].len, reverse, &s);
+      dataset_detok(data, r[k].tokens, r[k].len, reverse, &s);
       res[c->line[idx[k]]] = strdup(s.s ? s.s : "");
     }
     for (int k = 0; k < count; k++) free(r[k].tokens);

@@ -35,4 +35,10 @@ enum intrus_status translator_read_search(const intrus_cfg *root, struct transla
 enum intrus_status translator_run(struct translator *t, char *const *lines, size_t n,
                                   FILE *progress, char ***out, struct intrus_error *err);
 
+/* The same for any model and text pipeline (training uses it for validation BLEU). */
+enum intrus_status translate_lines(struct intrus_model *model, struct dataset *data,
+                                   const struct intrus_beam_opts *beam, long batch_tokens,
+                                   char *const *lines, size_t n, FILE *progress, char ***out,
+                                   struct intrus_error *err);
+
 #endif

@@ -107,6 +107,22 @@ static void test_resume_exact(const char *cfg) {
   for (int s = 1; s <= 20; s++) same += memcmp(&a.loss[s], &b.loss[s], sizeof(double)) == 0;
   EXPECT(same == 20, "resumed run matches the uninterrupted one at %d of 20 steps", same);
   EXPECT(a.loss[20] < a.loss[1], "loss did not go down: %g -> %g", a.loss[1], a.loss[20]);
+  /* Validation at steps 10 and 20 decoded the valid set for BLEU and kept the best. */
+  char path[600];
+  snprintf(path, sizeof path, "%s/a/best.ckpt", tmp);
+  EXPECT(access(path, R_OK) == 0, "no %s", path);
+  char **log;
+  size_t n;
+  struct intrus_error lerr = {0};
+  snprintf(path, sizeof path, "%s/a/train.log", tmp);
+  EXPECT(intrus_lines_read(path, &log, &n, &lerr) == INTRUS_OK, "%s", lerr.msg);
+  if (!lerr.status) {
+    EXPECT_CONTAINS(log[0], "valid_bleu");
+    EXPECT(n == 3, "train.log has %zu lines", n);
+    EXPECT(n == 3 && strrchr(log[2], '\t') && strrchr(log[2], '\t')[1] != '\0',
+           "no BLEU in the last log line: %s", n ? log[n - 1] : "");
+    intrus_lines_free(log, n);
+  }
 }
 
 static void test_vocab_mismatch(const char *cfg) {

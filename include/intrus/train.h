@@ -10,7 +10,11 @@
  *            (files DIR/{train,valid,test}.LANG[.gz], relative to the experiment file)
  *   train: { steps = 1000; batch = 32 (synthetic: sentences); batch_tokens = 4000
  *            (parallel); lr = 1e-3; warmup = 100; clip = 1.0; label_smoothing = 0.0;
- *            log_every = 50; valid_every = 200; checkpoint_every = 200; };
+ *            log_every = 50; valid_every = 200; checkpoint_every = 200;
+ *            valid_bleu = 200 (validation sentences decoded for BLEU; 0 = off) };
+ *
+ * Every validation also keeps RUN_DIR/best.ckpt: the parameters with the best validation
+ * BLEU (parallel data) or loss (synthetic) so far.
  */
 #ifndef INTRUS_TRAIN_H
 #define INTRUS_TRAIN_H
@@ -42,6 +46,8 @@ struct intrus_train_result {
   long resumed_from;      /* 0 for a fresh run */
   double last_loss;       /* training loss of the last step */
   double valid_loss;      /* per-token validation loss at the end */
+  double valid_bleu;      /* BLEU of the first train.valid_bleu validation sentences at the
+                             end (NAN for synthetic data or valid_bleu = 0) */
   double seconds;         /* wall time of this invocation */
   double tokens_per_s;    /* target tokens per second over this invocation */
 };
