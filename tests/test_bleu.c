@@ -515,17 +515,6 @@ static const char *tmp_file(const char *name, const char *text) {
   return p;
 }
 
-/* Runs `intrus ARGS` with stdout and stderr captured into out; returns the exit code. */
-static int run_intrus(const char *args, char *out, size_t cap) {
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "'%s/intrus' %s 2>&1", test_builddir(), args);
-  FILE *f = popen(cmd, "r");
-  if (!f) return -1;
-  size_t n = fread(out, 1, cap - 1, f);
-  out[n] = '\0';
-  int status = pclose(f);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 static void test_cli(void) {
   static char out[65536];
@@ -536,14 +525,14 @@ static void test_cli(void) {
       tmp_file("ref.txt", "the cat is on the mat\r\nthe quick brown fox jumps high\n");
   const char *hyp = tmp_file("hyp.txt", "the cat sat on the mat \nA quick brown fox jumps");
   snprintf(args, sizeof args, "eval bleu --ref '%s' --hyp '%s' --lc", ref, hyp);
-  int rc = run_intrus(args, out, sizeof out);
+  int rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 0, "exit %d: %s", rc, out);
   EXPECT(!strcmp(out, "BLEU = 42.46 81.8/66.7/42.9/20.0 (BP = 0.913 ratio = 0.917 hyp_len = 11 "
                       "ref_len = 12)\nnrefs:1|case:lc|eff:no|tok:13a|smooth:exp|version:2.3.1\n"),
          "output:\n%s", out);
 
   snprintf(args, sizeof args, "eval bleu -r '%s' -i '%s' --lc --json", ref, hyp);
-  rc = run_intrus(args, out, sizeof out);
+  rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 0, "--json exit %d: %s", rc, out);
   EXPECT_CONTAINS(out, "\"name\": \"BLEU\"");
   EXPECT_CONTAINS(out, "\"score\": 42.46");
@@ -561,19 +550,19 @@ static void test_cli(void) {
 
   /* Settings reach the plugin and its signature. */
   snprintf(args, sizeof args, "eval bleu -r '%s' -i '%s' --tok char --smooth floor", ref, hyp);
-  rc = run_intrus(args, out, sizeof out);
+  rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 0, "exit %d: %s", rc, out);
   EXPECT_CONTAINS(out, "\nnrefs:1|case:mixed|eff:no|tok:char|smooth:floor[0.10]|version:2.3.1\n");
 
   /* Two reference files: nrefs:2. */
   snprintf(args, sizeof args, "eval bleu -r '%s' -r '%s' -i '%s'", ref, ref, hyp);
-  rc = run_intrus(args, out, sizeof out);
+  rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT_CONTAINS(out, "\nnrefs:2|");
 
   /* Line counts differ: both files and both counts named, data exit code. */
   const char *short_hyp = tmp_file("short.txt", "the cat\n");
   snprintf(args, sizeof args, "eval bleu -r '%s' -i '%s'", ref, short_hyp);
-  rc = run_intrus(args, out, sizeof out);
+  rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 5, "line counts: exit %d", rc);
   EXPECT_CONTAINS(out, "short.txt has 1 lines");
   EXPECT_CONTAINS(out, "ref.txt has 2");
@@ -581,41 +570,41 @@ static void test_cli(void) {
   /* Invalid UTF-8 on line 2: the file and line are named. */
   const char *bad = tmp_file("bad.txt", "fine\nnot \xc3\x28 fine\n");
   snprintf(args, sizeof args, "eval bleu -r '%s' -i '%s'", ref, bad);
-  rc = run_intrus(args, out, sizeof out);
+  rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 5, "invalid UTF-8: exit %d", rc);
   EXPECT_CONTAINS(out, "bad.txt:2: invalid UTF-8");
 
   /* An empty reference line (after rstrip) with one reference file. */
   const char *blank = tmp_file("blank.txt", "the cat\n \t\n");
   snprintf(args, sizeof args, "eval bleu -r '%s' -i '%s'", blank, hyp);
-  rc = run_intrus(args, out, sizeof out);
+  rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 5, "empty reference: exit %d", rc);
   EXPECT_CONTAINS(out, "blank.txt:2: empty reference");
 
   /* Missing file: data exit code, the path named. */
   snprintf(args, sizeof args, "eval bleu -r '%s/nope.txt' -i '%s'", tmpdir, hyp);
-  rc = run_intrus(args, out, sizeof out);
+  rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 5, "missing file: exit %d", rc);
   EXPECT_CONTAINS(out, "nope.txt: cannot open");
 
   /* Usage errors: exit 2. */
   snprintf(args, sizeof args, "eval bleu -r '%s'", ref);
-  EXPECT(run_intrus(args, out, sizeof out) == 2, "no --hyp");
+  EXPECT(test_run_intrus(NULL, args, out, sizeof out) == 2, "no --hyp");
   EXPECT_CONTAINS(out, "--hyp");
   snprintf(args, sizeof args, "eval bleu -r '%s' -i '%s' --tok intl", ref, hyp);
-  EXPECT(run_intrus(args, out, sizeof out) == 2, "bad --tok");
+  EXPECT(test_run_intrus(NULL, args, out, sizeof out) == 2, "bad --tok");
   EXPECT_CONTAINS(out, "--tok wants 13a, char or none");
   snprintf(args, sizeof args, "eval bleu -r '%s' -i '%s' --bootstrap 0", ref, hyp);
-  EXPECT(run_intrus(args, out, sizeof out) == 2, "bad --bootstrap");
-  EXPECT(run_intrus("eval bleu --frobnicate", out, sizeof out) == 2, "unknown option");
-  EXPECT(run_intrus("eval", out, sizeof out) == 2, "no metric");
-  EXPECT(run_intrus("eval meteor", out, sizeof out) == 2, "unknown metric");
+  EXPECT(test_run_intrus(NULL, args, out, sizeof out) == 2, "bad --bootstrap");
+  EXPECT(test_run_intrus(NULL, "eval bleu --frobnicate", out, sizeof out) == 2, "unknown option");
+  EXPECT(test_run_intrus(NULL, "eval", out, sizeof out) == 2, "no metric");
+  EXPECT(test_run_intrus(NULL, "eval meteor", out, sizeof out) == 2, "unknown metric");
   EXPECT_CONTAINS(out, "unknown metric 'meteor'");
 
   /* Help: exit 0, on stdout. */
-  EXPECT(run_intrus("eval --help", out, sizeof out) == 0, "eval --help");
+  EXPECT(test_run_intrus(NULL, "eval --help", out, sizeof out) == 0, "eval --help");
   EXPECT_CONTAINS(out, "bleu");
-  EXPECT(run_intrus("eval bleu --help", out, sizeof out) == 0, "eval bleu --help");
+  EXPECT(test_run_intrus(NULL, "eval bleu --help", out, sizeof out) == 0, "eval bleu --help");
   EXPECT_CONTAINS(out, "--ref");
   EXPECT_CONTAINS(out, "sacreBLEU 2.3.1");
 
@@ -624,7 +613,7 @@ static void test_cli(void) {
       tmp_file("hyp2.txt", "the cat is on the mat\nthe quick brown fox jumps high\n");
   snprintf(args, sizeof args, "eval bleu -r '%s' -i '%s' --hyp2 '%s' --bootstrap 100 --seed 3",
            ref, hyp, hyp2);
-  rc = run_intrus(args, out, sizeof out);
+  rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 0, "bootstrap exit %d: %s", rc, out);
   EXPECT_CONTAINS(out, "A (");
   EXPECT_CONTAINS(out, "B (");
@@ -634,7 +623,7 @@ static void test_cli(void) {
   snprintf(args, sizeof args,
            "eval bleu -r '%s' -i '%s' --hyp2 '%s' --bootstrap 100 --seed 3 --json", ref, hyp,
            hyp2);
-  rc = run_intrus(args, out, sizeof out);
+  rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 0, "bootstrap --json exit %d: %s", rc, out);
   EXPECT_CONTAINS(out, "\"p_value\": ");
   EXPECT_CONTAINS(out, "\"confidence_mean\": ");

@@ -76,16 +76,6 @@ static enum intrus_status train(const char *cfg_path, const char *run, long max_
   return st;
 }
 
-static int run_cli(const char *args, char *out, size_t n) {
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd, "cd %s && %s/intrus %s 2>&1", tmp, test_builddir(), args);
-  FILE *p = popen(cmd, "r");
-  if (!p) return -1;
-  size_t got = fread(out, 1, n - 1, p);
-  out[got] = '\0';
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 static size_t count_lines(const char *path) {
   FILE *f = fopen(path, "r");
@@ -145,12 +135,12 @@ static void test_vocab_mismatch(const char *cfg) {
 
 static void test_cli_decode_and_run(void) {
   char out[16384];
-  int rc = run_cli("decode mt.cfg -o a -i data/test.en -O a/test.out -q", out, sizeof out);
+  int rc = test_run_intrus(tmp, "decode mt.cfg -o a -i data/test.en -O a/test.out -q", out, sizeof out);
   EXPECT(rc == 0, "decode exit %d: %s", rc, out);
   char path[600];
   snprintf(path, sizeof path, "%s/a/test.out", tmp);
   EXPECT(count_lines(path) == 30, "decoded %zu lines for 30 inputs", count_lines(path));
-  rc = run_cli("run mt.cfg -o a -q", out, sizeof out);
+  rc = test_run_intrus(tmp, "run mt.cfg -o a -q", out, sizeof out);
   EXPECT(rc == 0, "run exit %d: %s", rc, out);
   EXPECT_CONTAINS(out, "BLEU = ");
   EXPECT_CONTAINS(out, "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.3.1");
@@ -164,7 +154,7 @@ static void test_cli_decode_and_run(void) {
   }
   EXPECT_CONTAINS(json, "\"BLEU\": ");
   EXPECT_CONTAINS(json, "\"test_sentences\": 30");
-  rc = run_cli("decode mt.cfg -o nosuchrun -i data/test.en -q", out, sizeof out);
+  rc = test_run_intrus(tmp, "decode mt.cfg -o nosuchrun -i data/test.en -q", out, sizeof out);
   EXPECT(rc == 5, "decode without a trained run: exit %d: %s", rc, out);
   EXPECT_CONTAINS(out, "nosuchrun");
 }

@@ -426,21 +426,10 @@ static void test_corrupt_and_listing(void) {
 
 /* ---- (7) the command -------------------------------------------------------------- */
 
-/* Runs `intrus ARGS` with stdout and stderr captured into out; returns the exit code. */
-static int run_intrus(const char *args, char *out, size_t cap) {
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd, "'%s/intrus' %s 2>&1", test_builddir(), args);
-  FILE *f = popen(cmd, "r");
-  if (!f) return -1;
-  size_t n = fread(out, 1, cap - 1, f);
-  out[n] = '\0';
-  int status = pclose(f);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 static void test_command(void) {
   static char out[65536];
-  int rc = run_intrus("plugins", out, sizeof out);
+  int rc = test_run_intrus(NULL, "plugins", out, sizeof out);
   EXPECT(rc == 0, "intrus plugins: exit %d\n%s", rc, out);
   EXPECT_CONTAINS(out, "Plugin search path");
   EXPECT_CONTAINS(out, "NAME");
@@ -449,37 +438,37 @@ static void test_command(void) {
   EXPECT_CONTAINS(out, "1.0.0");
   EXPECT_CONTAINS(out, "/plugins/encoder_template.la");
 
-  rc = run_intrus("plugins --kind decoder", out, sizeof out);
+  rc = test_run_intrus(NULL, "plugins --kind decoder", out, sizeof out);
   EXPECT(!strstr(out, "encoder_template"), "--kind decoder lists no encoder:\n%s", out);
 
   char args[1024];
   snprintf(args, sizeof args, "plugins --plugin-path '%s/tests/plugins'", test_builddir());
-  rc = run_intrus(args, out, sizeof out);
+  rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 0, "with broken modules: exit %d\n%s", rc, out);
   EXPECT_CONTAINS(out, "Could not load:");
   EXPECT_CONTAINS(out, "encoder_abibad.la: plugin ABI");
   EXPECT_CONTAINS(out, "template");
 
-  rc = run_intrus("plugins --plugin-path=/nonexistent --kind=order --kind encoder", out,
+  rc = test_run_intrus(NULL, "plugins --plugin-path=/nonexistent --kind=order --kind encoder", out,
                   sizeof out);
   EXPECT(rc == 0, "= forms: exit %d\n%s", rc, out);
   EXPECT_CONTAINS(out, "/nonexistent  (does not exist)");
 
-  rc = run_intrus("plugins --bogus", out, sizeof out);
+  rc = test_run_intrus(NULL, "plugins --bogus", out, sizeof out);
   EXPECT(rc == 2, "--bogus: exit %d", rc);
   EXPECT_CONTAINS(out, "unknown option '--bogus'");
-  rc = run_intrus("plugins --kind", out, sizeof out);
+  rc = test_run_intrus(NULL, "plugins --kind", out, sizeof out);
   EXPECT(rc == 2, "--kind without value: exit %d", rc);
-  rc = run_intrus("plugins --kind widget", out, sizeof out);
+  rc = test_run_intrus(NULL, "plugins --kind widget", out, sizeof out);
   EXPECT(rc == 2, "--kind widget: exit %d", rc);
   EXPECT_CONTAINS(out, "unknown plugin kind 'widget'");
-  rc = run_intrus("plugins --help", out, sizeof out);
+  rc = test_run_intrus(NULL, "plugins --help", out, sizeof out);
   EXPECT(rc == 0, "plugins --help: exit %d", rc);
   EXPECT_CONTAINS(out, "Usage: intrus plugins");
 
-  rc = run_intrus("nosuchcmd", out, sizeof out);
+  rc = test_run_intrus(NULL, "nosuchcmd", out, sizeof out);
   EXPECT(rc == 2, "nosuchcmd: exit %d", rc);
-  rc = run_intrus("--help", out, sizeof out);
+  rc = test_run_intrus(NULL, "--help", out, sizeof out);
   EXPECT(rc == 0, "--help: exit %d", rc);
   EXPECT_CONTAINS(out, "plugins");
 }

@@ -150,22 +150,12 @@ static void test_config_errors(const char *cfg) {
   }
 }
 
-static int run_cli(const char *args, char *out, size_t n) {
-  char cmd[2048];
-  snprintf(cmd, sizeof cmd, "%s/intrus %s 2>&1", test_builddir(), args);
-  FILE *p = popen(cmd, "r");
-  if (!p) return -1;
-  size_t got = fread(out, 1, n - 1, p);
-  out[got] = '\0';
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
 
 static void test_cli(void) {
   char out[8192], args[1024];
   snprintf(args, sizeof args, "train %s/experiments/toy-copy.cfg -o %s/cli -n 3 -q",
            test_srcdir(), tmpdir);
-  int rc = run_cli(args, out, sizeof out);
+  int rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 0, "exit %d: %s", rc, out);
   EXPECT_CONTAINS(out, "3 steps");
   char bad[600];
@@ -174,12 +164,12 @@ static void test_cli(void) {
   fputs("name = \"x\";\ndata: { kind = \"synthetic\" ;\n model = 3;\n", f);
   fclose(f);
   snprintf(args, sizeof args, "train %s -o %s/cli2", bad, tmpdir);
-  rc = run_cli(args, out, sizeof out);
+  rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 3, "exit %d for a malformed config: %s", rc, out);
   EXPECT_CONTAINS(out, "bad.cfg:");
-  rc = run_cli("train", out, sizeof out);
+  rc = test_run_intrus(NULL, "train", out, sizeof out);
   EXPECT(rc == 2, "exit %d without an experiment", rc);
-  rc = run_cli("train --help", out, sizeof out);
+  rc = test_run_intrus(NULL, "train --help", out, sizeof out);
   EXPECT(rc == 0 && strstr(out, "--run-dir"), "train --help: %d %s", rc, out);
 }
 

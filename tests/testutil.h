@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 
 static int tu_checks, tu_failures;
 
@@ -50,6 +51,22 @@ static inline const char *test_srcdir(void) {
 static inline const char *test_builddir(void) {
   const char *d = getenv("INTRUS_TEST_BUILDDIR");
   return d ? d : INTRUS_BUILDDIR;
+}
+
+/* Runs the built `intrus ARGS` (in directory dir unless NULL) with stdout and stderr
+ * captured into out; returns its exit code, -1 if it did not exit normally. */
+static inline int test_run_intrus(const char *dir, const char *args, char *out, size_t cap) {
+  char cmd[4096];
+  if (dir)
+    snprintf(cmd, sizeof cmd, "cd '%s' && '%s/intrus' %s 2>&1", dir, test_builddir(), args);
+  else
+    snprintf(cmd, sizeof cmd, "'%s/intrus' %s 2>&1", test_builddir(), args);
+  FILE *f = popen(cmd, "r");
+  if (!f) return -1;
+  size_t n = fread(out, 1, cap - 1, f);
+  out[n] = '\0';
+  int status = pclose(f);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 #endif
