@@ -198,7 +198,8 @@ struct side {
 
 static void side_push(struct side *s, size_t k, const int32_t *ids, size_t n) {
   grow((void **)&s->ids, &s->capids, s->nids + n, sizeof *s->ids);
-  memcpy(s->ids + s->nids, ids, n * sizeof *ids);
+  /* An empty side may come before any id was stored: memcpy must not see NULL. */
+  if (n) memcpy(s->ids + s->nids, ids, n * sizeof *ids);
   s->nids += n;
   grow((void **)&s->off, &s->capoff, k + 2, sizeof *s->off);
   s->off[k + 1] = (int64_t)s->nids;
