@@ -115,7 +115,7 @@ int intrus_cmd_decode(int argc, char **argv) {
   }
 done:
   if (lines) intrus_lines_free(lines, n);
-  if (out) intrus_lines_free(out, n);
+  dataset_lines_free(out, n);
   translator_close(&t);
   intrus_plugin_search_free(search);
   intrus_config_free(cfg);
@@ -150,7 +150,7 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
   rs->sentences = test.n;
   snprintf(rs->hyp_path, sizeof rs->hyp_path, "%s", path);
 done:
-  if (hyps) intrus_lines_free(hyps, test.n);
+  dataset_lines_free(hyps, test.n);
   intrus_parallel_free(&test);
   translator_close(&t);
   return st;

@@ -102,6 +102,12 @@ void dataset_free(struct dataset *d) {
   memset(d, 0, sizeof *d);
 }
 
+void dataset_lines_free(char **lines, size_t n) {
+  if (!lines) return;
+  for (size_t i = 0; i < n; i++) free(lines[i]);
+  free(lines);
+}
+
 /* Tokenizes lines (without BPE). */
 static enum intrus_status tokenize_all(struct intrus_tokenizer *t, const char *path,
                                        char *const *lines, size_t n, char ***out,
@@ -114,7 +120,7 @@ static enum intrus_status tokenize_all(struct intrus_tokenizer *t, const char *p
     if (st) {
       intrus_error_prefix(err, "%s:%zu", path, i + 1);
       intrus_str_free(&s);
-      intrus_lines_free(res, i);
+      dataset_lines_free(res, i);
       return st;
     }
     res[i] = strdup(s.s ? s.s : "");
@@ -264,10 +270,10 @@ enum intrus_status dataset_prepare(struct dataset *d, const char *run_dir, long 
 done:
   if (wtgt != wsrc) intrus_wordcount_free(wtgt);
   intrus_wordcount_free(wsrc);
-  if (ts) intrus_lines_free(ts, train.n);
-  if (tt) intrus_lines_free(tt, train.n);
-  if (vs) intrus_lines_free(vs, d->valid_text.n);
-  if (vt) intrus_lines_free(vt, d->valid_text.n);
+  dataset_lines_free(ts, train.n);
+  dataset_lines_free(tt, train.n);
+  dataset_lines_free(vs, d->valid_text.n);
+  dataset_lines_free(vt, d->valid_text.n);
   intrus_parallel_free(&train);
   return st;
 }

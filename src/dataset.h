@@ -53,6 +53,11 @@ enum intrus_status dataset_load_pipeline(struct dataset *d, const char *run_dir,
 
 void dataset_free(struct dataset *d);
 
+/* Frees an array of n separately malloc'd lines (what dataset_segment and
+ * translate_lines return; intrus_lines_read's arrays are one block and have their own
+ * intrus_lines_free). */
+void dataset_lines_free(char **lines, size_t n);
+
 /* Path of split ("train", "valid", "test") in language lang: DIR/SPLIT.LANG.gz when it
  * exists, else DIR/SPLIT.LANG. */
 void dataset_split_path(const struct dataset *d, const char *split, const char *lang,
@@ -60,7 +65,7 @@ void dataset_split_path(const struct dataset *d, const char *split, const char *
 
 /* Raw text lines -> tokenized, BPE-segmented lines of the source (side 0) or target
  * (side 1) pipeline; *out is an array of n malloc'd strings (free with
- * intrus_lines_free). */
+ * dataset_lines_free). */
 enum intrus_status dataset_segment(struct dataset *d, int side, char *const *lines, size_t n,
                                    char ***out, struct intrus_error *err);
 

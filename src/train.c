@@ -118,7 +118,7 @@ static enum intrus_status validate_bleu(struct intrus_model *m, struct dataset *
   if (st) return st;
   struct score_result r;
   st = score_corpus(plugins, "bleu", bleu_cfg, hyps, d->valid_text.tgt, n, &r, err);
-  intrus_lines_free(hyps, n);
+  dataset_lines_free(hyps, n);
   if (!st) *bleu = r.values[0];
   return st;
 }

@@ -142,7 +142,7 @@ done:
   intrus_ctx_destroy(ctx);
   intrus_batcher_free(b);
   intrus_corpus_free(c);
-  if (seg) intrus_lines_free(seg, n);
+  dataset_lines_free(seg, n);
   if (st) {
     for (size_t i = 0; i < n; i++) free(res[i]);
     free(res);

@@ -31,7 +31,7 @@ void translator_close(struct translator *t);
 enum intrus_status translator_read_search(const intrus_cfg *root, struct translator *t,
                                           struct intrus_error *err);
 
-/* Translates n raw lines; *out gets n malloc'd detokenised lines (intrus_lines_free). */
+/* Translates n raw lines; *out gets n malloc'd detokenised lines (dataset_lines_free). */
 enum intrus_status translator_run(struct translator *t, char *const *lines, size_t n,
                                   FILE *progress, char ***out, struct intrus_error *err);
 
