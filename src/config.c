@@ -27,6 +27,7 @@
 #include "intrus/config.h"
 #include "intrus/fileio.h"
 #include "intrus/rng.h"
+#include "xalloc.h"
 
 struct intrus_config {
   config_t cfg; /* first member: a setting's ->config leads back to us */
@@ -45,19 +46,6 @@ struct cfg_hook {
 };
 
 /* ---- small helpers ---------------------------------------------------------------- */
-
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) intrus_panic("out of memory allocating %zu bytes", n);
-  return p;
-}
-
-static char *xstrdup(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *p = xmalloc(n);
-  memcpy(p, s, n);
-  return p;
-}
 
 static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static char *xasprintf(const char *fmt, ...) {

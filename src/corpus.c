@@ -20,29 +20,13 @@
 #include "intrus/tensor.h"
 #include "intrus/text.h"
 #include "text_bpe_internal.h"
+#include "xalloc.h"
 
 #define READ_CHUNK (1u << 18)
 
-/* Allocation failures are not recoverable input errors (see plugin_loader.c). */
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) intrus_panic("out of memory (%zu bytes)", n);
-  return p;
-}
-
-static void *xrealloc(void *p, size_t n) {
-  p = realloc(p, n ? n : 1);
-  if (!p) intrus_panic("out of memory (%zu bytes)", n);
-  return p;
-}
-
 /* Grows *p (of *cap elements of elem bytes) to hold at least need elements. */
 static void grow(void **p, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return;
-  size_t c = *cap ? *cap : 1024;
-  while (c < need) c *= 2;
-  *p = xrealloc(*p, c * elem);
-  *cap = c;
+  xgrow(p, cap, need, elem, 1024);
 }
 
 /* ---- line files ------------------------------------------------------------------ */

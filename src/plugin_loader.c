@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "intrus/plugin.h"
+#include "xalloc.h"
 
 struct intrus_plugin_search {
   char **dirs;
@@ -43,28 +44,6 @@ const char *intrus_plugin_kind_name(enum intrus_plugin_kind kind) {
 }
 
 /* ---- small helpers ------------------------------------------------------------ */
-
-/* Allocation failures of a few bytes are not recoverable input errors; like the rest of
- * the core, treat them as fatal rather than thread NULL checks through every caller. */
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) intrus_panic("out of memory");
-  return p;
-}
-
-static void *xrealloc(void *p, size_t n) {
-  p = realloc(p, n ? n : 1);
-  if (!p) intrus_panic("out of memory");
-  return p;
-}
-
-static char *xstrndup(const char *s, size_t n) {
-  char *d = strndup(s, n);
-  if (!d) intrus_panic("out of memory");
-  return d;
-}
-
-static char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
 
 static char *join_path(const char *dir, const char *name, const char *ext) {
   size_t n = strlen(dir) + 1 + strlen(name) + strlen(ext) + 1;

@@ -40,6 +40,7 @@
 #include "intrus/status.h"
 #include "intrus/text.h"
 #include "text_bpe_internal.h"
+#include "xalloc.h"
 
 #define EOW "</w>"
 #define EOW_LEN 4
@@ -50,33 +51,9 @@
 
 /* ---- small helpers ------------------------------------------------------------- */
 
-/* Allocation failures are not recoverable input errors; like the rest of the core,
- * treat them as fatal rather than thread NULL checks through every caller. */
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) intrus_panic("out of memory (%zu bytes)", n);
-  return p;
-}
-
-static void *xrealloc(void *p, size_t n) {
-  p = realloc(p, n ? n : 1);
-  if (!p) intrus_panic("out of memory (%zu bytes)", n);
-  return p;
-}
-
-static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size ? size : 1);
-  if (!p) intrus_panic("out of memory (%zu x %zu bytes)", n, size);
-  return p;
-}
-
 /* Grows *p (of *cap elements of elem bytes) to hold at least need elements. */
 static void grow(void **p, size_t *cap, size_t need, size_t elem) {
-  if (need <= *cap) return;
-  size_t c = *cap ? *cap : 8;
-  while (c < need) c *= 2;
-  *p = xrealloc(*p, c * elem);
-  *cap = c;
+  xgrow(p, cap, need, elem, 8);
 }
 
 static uint64_t hash_bytes(const char *s, size_t n) {

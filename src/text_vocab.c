@@ -15,6 +15,7 @@
 #include "intrus/status.h"
 #include "intrus/text.h"
 #include "text_bpe_internal.h"
+#include "xalloc.h"
 
 static const char *const specials[INTRUS_NUM_SPECIAL] = {"<pad>", "<unk>", "<s>", "</s>"};
 
@@ -26,19 +27,6 @@ struct intrus_vocab {
   size_t nslot;
   uint64_t fingerprint;
 };
-
-/* Allocation failures are not recoverable input errors (see plugin_loader.c). */
-static void *xmalloc(size_t n) {
-  void *p = malloc(n ? n : 1);
-  if (!p) intrus_panic("out of memory (%zu bytes)", n);
-  return p;
-}
-
-static void *xrealloc(void *p, size_t n) {
-  p = realloc(p, n ? n : 1);
-  if (!p) intrus_panic("out of memory (%zu bytes)", n);
-  return p;
-}
 
 static size_t token_slot(const char *s, size_t len, size_t nslot) {
   return (size_t)intrus_fnv1a(INTRUS_FNV_INIT, s, len) & (nslot - 1);
