@@ -112,7 +112,8 @@ enum intrus_status intrus_beam_search(struct intrus_model *m, intrus_ctx *ctx,
     parents[r] = r;
   }
 
-  intrus_ctx_reset(ctx);
+  /* No reset before encoding: the caller's batch may live in ctx's arena. It is read
+   * only up to start(), which copies what the steps need; each step then resets. */
   struct intrus_memory mem;
   if ((st = intrus_model_encode(m, ctx, src, &mem, err)) ||
       (st = dec->start(dec_self, ctx, &mem, K, maxT, &state, err)))

@@ -110,14 +110,6 @@ enum intrus_status translate_lines(struct intrus_model *model, struct dataset *d
       st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
       goto done;
     }
-    /* The batch's source tokens live in the arena, which the search resets: copy. */
-    size_t tok_bytes = (size_t)sb.batch * sb.len * sizeof(int32_t);
-    int32_t *tok_copy = malloc(tok_bytes ? tok_bytes : 1);
-    int *len_copy = malloc((size_t)count * sizeof *len_copy);
-    memcpy(tok_copy, sb.tokens, tok_bytes);
-    memcpy(len_copy, sb.lens, (size_t)count * sizeof *len_copy);
-    sb.tokens = tok_copy;
-    sb.lens = len_copy;
     st = intrus_beam_search(model, ctx, &sb, beam, r, err);
     for (int k = 0; k < count && !st; k++) {
       dataset_detok(data, r[k].tokens, r[k].len, reverse, &s);
@@ -125,8 +117,6 @@ enum intrus_status translate_lines(struct intrus_model *model, struct dataset *d
     }
     for (int k = 0; k < count; k++) free(r[k].tokens);
     free(r);
-    free(tok_copy);
-    free(len_copy);
     if (st) goto done;
     done_sent += (size_t)count;
     if (progress && (time(NULL) - last >= 10 || i + 1 == nb)) {

@@ -28,7 +28,8 @@ struct intrus_beam_result {
 /* Beam search for every sentence of src. Candidates are every vocabulary entry except
  * PAD, BOS and UNK; a hypothesis that emits EOS is finished; a sentence stops when it has
  * `beam` finished hypotheses or reaches its length limit (where only EOS is allowed).
- * The best finished hypothesis by score goes to out[b]. ctx is reset between steps. */
+ * The best finished hypothesis by score goes to out[b]. ctx is reset before every
+ * decoder step (not before encoding, so src may live in ctx's arena). */
 enum intrus_status intrus_beam_search(struct intrus_model *m, intrus_ctx *ctx,
                                       const struct intrus_src_batch *src,
                                       const struct intrus_beam_opts *opts,
