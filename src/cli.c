@@ -37,3 +37,19 @@ struct intrus_plugin_search *intrus_cli_search_path(const char *cli_path,
   intrus_plugin_search_add_defaults(s);
   return s;
 }
+
+enum intrus_status intrus_cli_experiment(struct intrus_config *cfg, const char *run_dir_arg,
+                                         const char *plugin_path_arg, struct cli_experiment *x,
+                                         struct intrus_error *err) {
+  const char *name, *exp_plugin_path;
+  enum intrus_status st;
+  x->search = NULL;
+  if ((st = intrus_cfg_string(intrus_config_root(cfg), "name", "experiment", &name, err)) ||
+      (st = intrus_cfg_string(intrus_config_root(cfg), "plugin_path", "", &exp_plugin_path, err)))
+    return st;
+  snprintf(x->name, sizeof x->name, "%s", name);
+  if (run_dir_arg) snprintf(x->run_dir, sizeof x->run_dir, "%s", run_dir_arg);
+  else snprintf(x->run_dir, sizeof x->run_dir, "runs/%s", x->name);
+  x->search = intrus_cli_search_path(plugin_path_arg, *exp_plugin_path ? exp_plugin_path : NULL);
+  return INTRUS_OK;
+}

@@ -42,6 +42,18 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
                                    const struct intrus_plugin_search *search, FILE *progress,
                                    struct run_scores *rs, struct intrus_error *err);
 
+/* What every experiment command derives from the experiment file and its options: the
+ * experiment's name (copied into name, which outlives cfg), the run directory
+ * (run_dir_arg, or runs/<name>) and the plugin search path (freed by the caller). */
+struct cli_experiment {
+  char name[256];
+  char run_dir[4096];
+  struct intrus_plugin_search *search;
+};
+enum intrus_status intrus_cli_experiment(struct intrus_config *cfg, const char *run_dir_arg,
+                                         const char *plugin_path_arg, struct cli_experiment *x,
+                                         struct intrus_error *err);
+
 int intrus_cmd_plugins(int argc, char **argv);
 int intrus_cmd_train(int argc, char **argv);
 int intrus_cmd_decode(int argc, char **argv);

@@ -86,22 +86,16 @@ int intrus_cmd_decode(int argc, char **argv) {
   struct intrus_error err = {0};
   struct intrus_config *cfg = intrus_config_load_file(argv[optind], &err);
   if (!cfg) return intrus_cli_fail("decode", &err);
-  const char *name, *exp_plugin_path;
-  char run_dir[4096], ckpt[4200];
+  char ckpt[4200];
+  struct cli_experiment x = {0};
   struct translator t = {0};
-  struct intrus_plugin_search *search = NULL;
   char **lines = NULL, **out = NULL;
   size_t n = 0;
   enum intrus_status st;
-  if ((st = intrus_cfg_string(intrus_config_root(cfg), "name", "experiment", &name, &err)) ||
-      (st = intrus_cfg_string(intrus_config_root(cfg), "plugin_path", "", &exp_plugin_path, &err)))
-    goto done;
-  snprintf(run_dir, sizeof run_dir, "%s", run_dir_arg ? run_dir_arg : "runs/");
-  if (!run_dir_arg) snprintf(run_dir, sizeof run_dir, "runs/%s", name);
+  if ((st = intrus_cli_experiment(cfg, run_dir_arg, plugin_path, &x, &err))) goto done;
   snprintf(ckpt, sizeof ckpt, "%s", ckpt_arg ? ckpt_arg : "");
-  if (!ckpt_arg) snprintf(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", run_dir);
-  search = intrus_cli_search_path(plugin_path, *exp_plugin_path ? exp_plugin_path : NULL);
-  if ((st = translator_open(cfg, run_dir, ckpt, search, &t, &err))) goto done;
+  if (!ckpt_arg) snprintf(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", x.run_dir);
+  if ((st = translator_open(cfg, x.run_dir, ckpt, x.search, &t, &err))) goto done;
   if (beam) t.beam.beam = (int)beam;
   if ((st = intrus_lines_read(input, &lines, &n, &err)) ||
       (st = translator_run(&t, lines, n, quiet ? NULL : stderr, &out, &err)))
@@ -117,7 +111,7 @@ done:
   if (lines) intrus_lines_free(lines, n);
   dataset_lines_free(out, n);
   translator_close(&t);
-  intrus_plugin_search_free(search);
+  intrus_plugin_search_free(x.search);
   intrus_config_free(cfg);
   return st ? intrus_cli_fail("decode", &err) : INTRUS_EXIT_OK;
 }

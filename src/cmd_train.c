@@ -88,21 +88,14 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
   struct intrus_error err = {0};
   struct intrus_config *cfg = intrus_config_load_file(a.experiment, &err);
   if (!cfg) return intrus_cli_fail(cmd, &err);
-  const char *name, *exp_plugin_path;
-  enum intrus_status st;
-  if ((st = intrus_cfg_string(intrus_config_root(cfg), "name", "experiment", &name, &err)) ||
-      (st = intrus_cfg_string(intrus_config_root(cfg), "plugin_path", "", &exp_plugin_path,
-                              &err))) {
+  struct cli_experiment x;
+  enum intrus_status st = intrus_cli_experiment(cfg, a.run_dir, a.plugin_path, &x, &err);
+  if (st) {
     intrus_config_free(cfg);
     return intrus_cli_fail(cmd, &err);
   }
-  /* The config owns name; keep a copy for the report after it is freed. */
-  char exp_name[256], run_dir[4096];
-  snprintf(exp_name, sizeof exp_name, "%s", name);
-  if (a.run_dir) snprintf(run_dir, sizeof run_dir, "%s", a.run_dir);
-  else snprintf(run_dir, sizeof run_dir, "runs/%s", exp_name);
-  struct intrus_plugin_search *search =
-      intrus_cli_search_path(a.plugin_path, *exp_plugin_path ? exp_plugin_path : NULL);
+  const char *exp_name = x.name, *run_dir = x.run_dir;
+  struct intrus_plugin_search *search = x.search;
   struct intrus_train_options opt = {.run_dir = run_dir, .search = search,
                                      .progress = a.quiet ? NULL : stderr,
                                      .max_steps = a.max_steps};
