@@ -4,8 +4,13 @@
  *    (This file calls cblas_sgemm only as the reference; the engine's single call site
  *    is src/blas.c.) Target: at least 90% of raw for shapes of 256 and up.
  *  - memory-bound ops: bytes moved per second against memcpy. Target: at least 50%.
- * `bench_core matmul` or `bench_core bandwidth` runs one part only. */
+ *  - attention: the fused packed op (intrus_attention), forward and backward, against
+ *    the composition of ops the padded Transformer layers used before it, at the
+ *    shapes of bench_train. For information; no target.
+ * `bench_core matmul`, `bench_core bandwidth` or `bench_core attention` runs one part
+ * only. */
 #include <cblas.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +21,7 @@
 
 #include "intrus/blas.h"
 #include "intrus/tensor.h"
+#include "intrus/nn.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -172,15 +178,102 @@ static int bench_bandwidth(intrus_ctx *ctx) {
   return below;
 }
 
-/* With an argument "matmul" or "bandwidth", runs only that part. */
+/* ---- attention ---------------------------------------------------------------------- */
+
+/* [B, T, d] -> [B, H, T, Dh] and back, as the padded layers did before the fused op. */
+static intrus_tensor *split_heads(intrus_ctx *ctx, intrus_tensor *x, int H) {
+  const int s4[4] = {x->shape[0], x->shape[1], H, x->shape[2] / H}, perm[4] = {0, 2, 1, 3};
+  return intrus_permute(ctx, intrus_reshape(ctx, x, 4, s4), perm);
+}
+
+static intrus_tensor *merge_heads(intrus_ctx *ctx, intrus_tensor *x) {
+  const int perm[4] = {0, 2, 1, 3}, s3[3] = {x->shape[0], x->shape[2], x->shape[1] * x->shape[3]};
+  return intrus_reshape(ctx, intrus_permute(ctx, x, perm), 3, s3);
+}
+
+struct attn_shape {
+  const char *name;
+  int B, T, S, d, H;
+  bool causal;
+};
+
+/* One forward and backward of the attention core on q [B, T, d], k, v [B, S, d] (the
+ * projections excluded), training with dropout 0.1; fused or composed. */
+static void attention_step(intrus_ctx *ctx, const struct attn_shape *a, bool fused,
+                           const float *x, const float *dy) {
+  intrus_ctx_reset(ctx);
+  intrus_ctx_set_seed(ctx, 1, 1);
+  const int B = a->B, T = a->T, S = a->S, d = a->d, H = a->H;
+  const int qs[3] = {B, T, d}, ks[3] = {B, S, d};
+  intrus_tensor *q = intrus_tensor_from(ctx, 3, qs, x);
+  intrus_tensor *k = intrus_tensor_from(ctx, 3, ks, x);
+  intrus_tensor *v = intrus_tensor_from(ctx, 3, ks, x + (size_t)B * T * d);
+  q->requires_grad = k->requires_grad = v->requires_grad = true;
+  intrus_tensor *y;
+  if (fused) {
+    int *arr = intrus_ctx_alloc(ctx, sizeof(int) * 4 * B);
+    for (int b = 0; b < B; b++) {
+      arr[b] = b * T;
+      arr[B + b] = T;
+      arr[2 * B + b] = b * S;
+      arr[3 * B + b] = S;
+    }
+    const struct intrus_segments seg = {B, arr, arr + B, arr + 2 * B, arr + 3 * B};
+    const int q2[2] = {B * T, d}, k2[2] = {B * S, d};
+    y = intrus_attention(ctx, intrus_reshape(ctx, q, 2, q2), intrus_reshape(ctx, k, 2, k2),
+                         intrus_reshape(ctx, v, 2, k2), H, &seg, a->causal, 0.1f);
+  } else {
+    /* Every key kept (full lengths), as bench_train's batches; the mask is still built,
+     * as the padded layers built it from their length masks. */
+    uint8_t *mask = intrus_ctx_alloc(ctx, (size_t)B * H * T * S);
+    for (size_t i = 0; i < (size_t)B * H * T * S; i++)
+      mask[i] = (uint8_t)(!a->causal || (long)(i % S) <= (long)(i / S % T));
+    intrus_tensor *sc = intrus_scale(
+        ctx, intrus_matmul(ctx, split_heads(ctx, q, H), split_heads(ctx, k, H), false, true),
+        1.0f / sqrtf((float)(d / H)));
+    intrus_tensor *w = intrus_dropout(ctx, intrus_softmax(ctx, sc, mask), 0.1f);
+    y = merge_heads(ctx, intrus_matmul(ctx, w, split_heads(ctx, v, H), false, false));
+  }
+  intrus_backward_seed(ctx, y, dy);
+}
+
+static void bench_attention(intrus_ctx *ctx) {
+  static const struct attn_shape shapes[] = {
+      {"(a) self, causal", 160, 25, 25, 256, 4, true},
+      {"(a) cross", 160, 25, 24, 256, 4, false},
+      {"(b) self, causal", 160, 25, 25, 512, 8, true},
+      {"(b) cross", 160, 25, 24, 512, 8, false},
+      {"long: 16 x 200, self", 16, 200, 200, 512, 8, false},
+  };
+  printf("\nattention core, forward + backward   composed ms   fused ms   speed-up\n");
+  intrus_ctx_set_grad(ctx, true);
+  intrus_ctx_set_training(ctx, true);
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+    const struct attn_shape *a = &shapes[i];
+    size_t n = (size_t)a->B * (a->T + a->S) * a->d;
+    float *x = malloc(n * sizeof(float)), *dy = malloc(n * sizeof(float));
+    fill(x, n, 4);
+    fill(dy, n, 5);
+    double t_old, t_new;
+    TIME_BEST(t_old, 0.5, attention_step(ctx, a, false, x, dy));
+    TIME_BEST(t_new, 0.5, attention_step(ctx, a, true, x, dy));
+    printf("%-36s %11.2f %10.2f %9.2fx\n", a->name, 1e3 * t_old, 1e3 * t_new, t_old / t_new);
+    free(x);
+    free(dy);
+  }
+  intrus_ctx_set_training(ctx, false);
+}
+
+/* With an argument "matmul", "bandwidth" or "attention", runs only that part. */
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : "";
   printf("intrus core benchmark: OpenBLAS core %s, %d threads\n", intrus_blas_corename(),
          intrus_blas_threads());
   intrus_ctx *ctx = intrus_ctx_create(512u << 20);
   int below = 0;
-  if (strcmp(only, "bandwidth") != 0) below += bench_matmul(ctx);
-  if (strcmp(only, "matmul") != 0) below += bench_bandwidth(ctx);
+  if (!*only || strcmp(only, "matmul") == 0) below += bench_matmul(ctx);
+  if (!*only || strcmp(only, "bandwidth") == 0) below += bench_bandwidth(ctx);
+  if (!*only || strcmp(only, "attention") == 0) bench_attention(ctx);
   intrus_ctx_destroy(ctx);
   printf("\n%d measurement(s) below target\n", below);
   return 0;

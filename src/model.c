@@ -10,6 +10,7 @@ struct intrus_model {
   void *enc_self, *dec_self;
   struct intrus_params *params;
   int d_model, tgt_vocab, direction;
+  bool insertion; /* the decoder scores partial outputs (ABI 1.2 ins_* slots) */
 };
 
 /* Reads `plugin` from a component group and loads that plugin. */
@@ -42,10 +43,8 @@ enum intrus_status intrus_model_create(const intrus_cfg *cfg,
   long long d;
   enum intrus_status st;
   static const char *const orders[] = {"l2r", "r2l", NULL};
-  int order;
-  if ((st = intrus_cfg_int_range(cfg, "d_model", 512, 2, 1 << 14, &d, err)) ||
-      (st = intrus_cfg_choice(cfg, "order", "l2r", orders, &order, err)))
-    return st;
+  int order = 0;
+  if ((st = intrus_cfg_int_range(cfg, "d_model", 512, 2, 1 << 14, &d, err))) return st;
   if (d % 2)
     return intrus_cfg_error(cfg, "d_model", err, "must be even (sinusoidal positions), got %lld",
                             d);
@@ -53,17 +52,35 @@ enum intrus_status intrus_model_create(const intrus_cfg *cfg,
   if (!m) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
   m->d_model = (int)d;
   m->tgt_vocab = tgt_vocab;
-  m->direction = order == 0 ? 1 : -1;
   m->params = intrus_params_create();
   const intrus_cfg *eg, *dg;
   if ((st = load_component(cfg, "encoder", INTRUS_KIND_ENCODER, search, &eg, &m->enc_plugin,
                            err)) ||
       (st = load_component(cfg, "decoder", INTRUS_KIND_DECODER, search, &dg, &m->dec_plugin,
-                           err)) ||
-      (st = intrus_cfg_check_unknown(cfg, err)))
+                           err)))
     goto fail;
   m->enc = intrus_plugin_descriptor(m->enc_plugin)->vtable;
   m->dec = intrus_plugin_descriptor(m->dec_plugin)->vtable;
+  /* Slots past `finish` exist only in vtables of ABI minor 2 and later. */
+  m->insertion = intrus_plugin_descriptor(m->dec_plugin)->abi_minor >= 2 &&
+                 m->dec->ins_hidden && m->dec->ins_output && m->dec->ins_start &&
+                 m->dec->ins_step;
+  if (!m->insertion && !m->dec->loss) {
+    st = intrus_cfg_error(dg, "plugin", err,
+                          "decoder plugin '%s' has neither a training loss nor the insertion "
+                          "slots", intrus_plugin_descriptor(m->dec_plugin)->name);
+    goto fail;
+  }
+  if (m->insertion && intrus_cfg_has(cfg, "order")) {
+    st = intrus_cfg_error(cfg, "order", err,
+                          "applies to the autoregressive decoder only; an insertion decoder's "
+                          "order comes from the order policy of each training phase");
+    goto fail;
+  }
+  if (!m->insertion && (st = intrus_cfg_choice(cfg, "order", "l2r", orders, &order, err)))
+    goto fail;
+  m->direction = order == 0 ? 1 : -1;
+  if ((st = intrus_cfg_check_unknown(cfg, err))) goto fail;
   struct intrus_model_init init = {.cfg = eg, .params = m->params, .prefix = "encoder.",
                                    .d_model = m->d_model, .src_vocab = src_vocab,
                                    .tgt_vocab = tgt_vocab};
@@ -97,6 +114,10 @@ enum intrus_status intrus_model_loss(struct intrus_model *m, intrus_ctx *ctx,
                                      const struct intrus_tgt_batch *tgt,
                                      const struct intrus_train_opts *opts,
                                      struct intrus_loss_out *out, struct intrus_error *err) {
+  if (m->insertion)
+    return intrus_error_set(err, INTRUS_ERR_INVALID,
+                            "an insertion decoder has no teacher-forcing loss "
+                            "(train it through order policies)");
   struct intrus_memory mem;
   enum intrus_status st = intrus_model_encode(m, ctx, src, &mem, err);
   if (st) return st;
@@ -117,3 +138,5 @@ const struct intrus_decoder_vtable *intrus_model_decoder(struct intrus_model *m,
 int intrus_model_tgt_vocab(const struct intrus_model *m) { return m->tgt_vocab; }
 
 int intrus_model_direction(const struct intrus_model *m) { return m->direction; }
+
+bool intrus_model_is_insertion(const struct intrus_model *m) { return m->insertion; }

@@ -66,9 +66,12 @@ static intrus_tensor *merge_heads(intrus_ctx *ctx, intrus_tensor *x) {
   return intrus_reshape(ctx, intrus_permute(ctx, x, perm), 3, s3);
 }
 
-intrus_tensor *intrus_attention_forward(intrus_ctx *ctx, const struct intrus_attention *a,
-                                        intrus_tensor *q_in, intrus_tensor *kv_in,
-                                        const uint8_t *key_mask, bool causal, float dropout) {
+/* The attention sublayer composed from engine ops (split heads, matmul, masked
+ * softmax, dropout, merge heads): the form for key masks that are not prefixes.
+ * q_in [B, Tq, d], kv_in [B, Tk, d] -> [B, Tq, d]. */
+static intrus_tensor *attention_composed(intrus_ctx *ctx, const struct intrus_attention *a,
+                                         intrus_tensor *q_in, intrus_tensor *kv_in,
+                                         const uint8_t *key_mask, bool causal, float dropout) {
   int B = q_in->shape[0], Tq = q_in->shape[1], Tk = kv_in->shape[1], H = a->heads;
   int Dh = a->d_model / H;
   intrus_tensor *q = split_heads(ctx, intrus_linear_forward(ctx, &a->q, q_in), H);
@@ -91,6 +94,93 @@ intrus_tensor *intrus_attention_forward(intrus_ctx *ctx, const struct intrus_att
   intrus_tensor *w = intrus_dropout(ctx, intrus_softmax(ctx, scores, mask), dropout);
   intrus_tensor *ctxv = intrus_matmul(ctx, w, v, false, false); /* [B, H, Tq, Dh] */
   return intrus_linear_forward(ctx, &a->o, merge_heads(ctx, ctxv));
+}
+
+/* x [..., d] as rows [R, d]. When x is itself a view of such a 2-D tensor (what
+ * as_batch made of the previous layer's output), that tensor is used directly:
+ * otherwise the gradient would pass through two views, each costing a gradient buffer
+ * and a pass over it in backward. */
+static intrus_tensor *as_rows(intrus_ctx *ctx, intrus_tensor *x) {
+  const int d = x->shape[x->ndim - 1];
+  if (x->ndim == 2) return x;
+  intrus_tensor *src = x->src[0];
+  if (x->op == INTRUS_OP_RESHAPE && src->ndim == 2 && src->shape[1] == d &&
+      src->data == x->data)
+    return src;
+  const int shape[2] = {(int)(x->n / (size_t)(d ? d : 1)), d};
+  return intrus_reshape(ctx, x, 2, shape);
+}
+
+/* rows [B*T, d] back to [B, T, d]. */
+static intrus_tensor *as_batch(intrus_ctx *ctx, intrus_tensor *rows, int B, int T) {
+  const int shape[3] = {B, T, rows->shape[1]};
+  return intrus_reshape(ctx, rows, 3, shape);
+}
+
+/* The lengths of a key mask [B, T] whose rows are each some 1s followed by 0s (NULL:
+ * every row all 1s) into lens[B]; false when a row is not of that form. */
+static bool prefix_lengths(const uint8_t *mask, int B, int T, int *lens) {
+  for (int b = 0; b < B; b++) {
+    if (!mask) {
+      lens[b] = T;
+      continue;
+    }
+    const uint8_t *m = mask + (size_t)b * T;
+    int n = 0;
+    while (n < T && m[n]) n++;
+    for (int j = n; j < T; j++)
+      if (m[j]) return false;
+    lens[b] = n;
+  }
+  return true;
+}
+
+/* The padded forms' attention on rows: q2 [B*Tq, d], kv2 [B*Tk, d] -> [B*Tq, d]. With
+ * a prefix key mask (lengths, as every padded batch has) it is the fused op, one
+ * segment per batch entry: all Tq query rows (padding rows included, as the composed
+ * form computes them) against the first len[b] key rows. */
+static intrus_tensor *attention_rows(intrus_ctx *ctx, const struct intrus_attention *a,
+                                     intrus_tensor *q2, intrus_tensor *kv2, int B, int Tq,
+                                     int Tk, const uint8_t *key_mask, bool causal,
+                                     float dropout) {
+  int *arr = intrus_ctx_alloc(ctx, (size_t)4 * (B ? B : 1) * sizeof *arr);
+  int *qb = arr, *ql = arr + B, *kb = arr + 2 * B, *kl = arr + 3 * B;
+  if (prefix_lengths(key_mask, B, Tk, kl)) {
+    for (int b = 0; b < B; b++) {
+      qb[b] = b * Tq;
+      ql[b] = Tq;
+      kb[b] = b * Tk;
+    }
+    const struct intrus_segments seg = {
+        .count = B, .q_begin = qb, .q_len = ql, .k_begin = kb, .k_len = kl};
+    return intrus_attention_forward_packed(ctx, a, q2, kv2, &seg, causal, dropout);
+  }
+  intrus_tensor *q3 = as_batch(ctx, q2, B, Tq);
+  intrus_tensor *kv3 = kv2 == q2 ? q3 : as_batch(ctx, kv2, B, Tk);
+  return as_rows(ctx, attention_composed(ctx, a, q3, kv3, key_mask, causal, dropout));
+}
+
+intrus_tensor *intrus_attention_forward(intrus_ctx *ctx, const struct intrus_attention *a,
+                                        intrus_tensor *q_in, intrus_tensor *kv_in,
+                                        const uint8_t *key_mask, bool causal, float dropout) {
+  INTRUS_CHECK(q_in->ndim == 3 && kv_in->ndim == 3 && q_in->shape[0] == kv_in->shape[0],
+               "attention_forward: q_in and kv_in must be [B, T, d] of the same B");
+  const int B = q_in->shape[0], Tq = q_in->shape[1], Tk = kv_in->shape[1];
+  intrus_tensor *q2 = as_rows(ctx, q_in);
+  intrus_tensor *kv2 = kv_in == q_in ? q2 : as_rows(ctx, kv_in);
+  return as_batch(ctx, attention_rows(ctx, a, q2, kv2, B, Tq, Tk, key_mask, causal, dropout),
+                  B, Tq);
+}
+
+intrus_tensor *intrus_attention_forward_packed(intrus_ctx *ctx, const struct intrus_attention *a,
+                                               intrus_tensor *q_in, intrus_tensor *kv_in,
+                                               const struct intrus_segments *seg, bool causal,
+                                               float dropout) {
+  intrus_tensor *q = intrus_linear_forward(ctx, &a->q, q_in);
+  intrus_tensor *k = intrus_linear_forward(ctx, &a->k, kv_in);
+  intrus_tensor *v = intrus_linear_forward(ctx, &a->v, kv_in);
+  intrus_tensor *att = intrus_attention(ctx, q, k, v, a->heads, seg, causal, dropout);
+  return intrus_linear_forward(ctx, &a->o, att);
 }
 
 void intrus_ffn_init(struct intrus_ffn *f, struct intrus_params *p, const char *name,
@@ -119,11 +209,14 @@ intrus_tensor *intrus_encoder_layer_forward(intrus_ctx *ctx,
                                             const struct intrus_encoder_layer *l,
                                             intrus_tensor *x, const uint8_t *mask,
                                             float dropout) {
+  /* The whole layer runs on rows [B*T, d]; only its result is a [B, T, d] view. */
+  const int B = x->shape[0], T = x->shape[1];
+  x = as_rows(ctx, x);
   intrus_tensor *h = intrus_norm_forward(ctx, &l->n_attn, x);
-  h = intrus_attention_forward(ctx, &l->attn, h, h, mask, false, dropout);
+  h = attention_rows(ctx, &l->attn, h, h, B, T, T, mask, false, dropout);
   x = intrus_add(ctx, x, intrus_dropout(ctx, h, dropout));
   h = intrus_ffn_forward(ctx, &l->ffn, intrus_norm_forward(ctx, &l->n_ffn, x), dropout);
-  return intrus_add(ctx, x, intrus_dropout(ctx, h, dropout));
+  return as_batch(ctx, intrus_add(ctx, x, intrus_dropout(ctx, h, dropout)), B, T);
 }
 
 void intrus_decoder_layer_init(struct intrus_decoder_layer *l, struct intrus_params *p,
@@ -142,11 +235,31 @@ intrus_tensor *intrus_decoder_layer_forward(intrus_ctx *ctx,
                                             intrus_tensor *x, const uint8_t *self_mask,
                                             bool causal, intrus_tensor *mem,
                                             const uint8_t *mem_mask, float dropout) {
+  const int B = x->shape[0], T = x->shape[1], S = mem->shape[1];
+  x = as_rows(ctx, x);
+  intrus_tensor *mem2 = as_rows(ctx, mem);
   intrus_tensor *h = intrus_norm_forward(ctx, &l->n_self, x);
-  h = intrus_attention_forward(ctx, &l->self, h, h, self_mask, causal, dropout);
+  h = attention_rows(ctx, &l->self, h, h, B, T, T, self_mask, causal, dropout);
   x = intrus_add(ctx, x, intrus_dropout(ctx, h, dropout));
   h = intrus_norm_forward(ctx, &l->n_cross, x);
-  h = intrus_attention_forward(ctx, &l->cross, h, mem, mem_mask, false, dropout);
+  h = attention_rows(ctx, &l->cross, h, mem2, B, T, S, mem_mask, false, dropout);
+  x = intrus_add(ctx, x, intrus_dropout(ctx, h, dropout));
+  h = intrus_ffn_forward(ctx, &l->ffn, intrus_norm_forward(ctx, &l->n_ffn, x), dropout);
+  return as_batch(ctx, intrus_add(ctx, x, intrus_dropout(ctx, h, dropout)), B, T);
+}
+
+intrus_tensor *intrus_decoder_layer_forward_packed(intrus_ctx *ctx,
+                                                   const struct intrus_decoder_layer *l,
+                                                   intrus_tensor *x,
+                                                   const struct intrus_segments *self_seg,
+                                                   intrus_tensor *mem,
+                                                   const struct intrus_segments *cross_seg,
+                                                   float dropout) {
+  intrus_tensor *h = intrus_norm_forward(ctx, &l->n_self, x);
+  h = intrus_attention_forward_packed(ctx, &l->self, h, h, self_seg, false, dropout);
+  x = intrus_add(ctx, x, intrus_dropout(ctx, h, dropout));
+  h = intrus_norm_forward(ctx, &l->n_cross, x);
+  h = intrus_attention_forward_packed(ctx, &l->cross, h, mem, cross_seg, false, dropout);
   x = intrus_add(ctx, x, intrus_dropout(ctx, h, dropout));
   h = intrus_ffn_forward(ctx, &l->ffn, intrus_norm_forward(ctx, &l->n_ffn, x), dropout);
   return intrus_add(ctx, x, intrus_dropout(ctx, h, dropout));

@@ -29,6 +29,8 @@ void intrus_permute_backward(intrus_ctx *ctx, intrus_tensor *out);
 void intrus_concat_backward(intrus_ctx *ctx, intrus_tensor *out);
 void intrus_conv2d_backward(intrus_ctx *ctx, intrus_tensor *out);
 void intrus_maxpool2d_backward(intrus_ctx *ctx, intrus_tensor *out);
+void intrus_attention_backward(intrus_ctx *ctx, intrus_tensor *out);
+void intrus_insertion_loss_backward(intrus_ctx *ctx, intrus_tensor *out);
 
 /* y = erf(x) over n elements, as gelu computes it on this CPU (vectorised, within 1e-7
  * relative of erf), exposed for test_ops_a's accuracy check. */

@@ -8,7 +8,8 @@
 #include "intrus/search.h"
 
 struct intrus_beam_opts intrus_beam_defaults(void) {
-  return (struct intrus_beam_opts){.beam = 4, .alpha = 1.0f, .max_len_a = 2.0f, .max_len_b = 3};
+  return (struct intrus_beam_opts){.beam = 4, .alpha = 1.0f, .max_len_a = 2.0f, .max_len_b = 3,
+                                  .prune = true};
 }
 
 struct cand {
@@ -43,7 +44,7 @@ static double length_norm(double logp, int len_with_eos, float alpha) {
 
 /* Keeps the best n candidates of one sentence in cands (unsorted input, sorted output). */
 static int top_candidates(const float *logp, const double *row_score, int row0, int per, int V,
-                          bool only_eos, int n, struct cand *cands) {
+                          bool only_eos, bool no_eos, int n, struct cand *cands) {
   int count = 0;
   for (int r = 0; r < per; r++) {
     double base = row_score[row0 + r];
@@ -52,6 +53,7 @@ static int top_candidates(const float *logp, const double *row_score, int row0, 
     for (int v = 0; v < V; v++) {
       if (v == INTRUS_PAD || v == INTRUS_BOS || v == INTRUS_UNK) continue;
       if (only_eos && v != INTRUS_EOS) continue;
+      if (no_eos && v == INTRUS_EOS) continue;
       double s = base + lp[v];
       if (!isfinite(s)) continue;
       struct cand c = {s, row0 + r, v};
@@ -138,7 +140,8 @@ enum intrus_status intrus_beam_search(struct intrus_model *m, intrus_ctx *ctx,
         continue;
       }
       bool only_eos = t >= S->max_len;
-      int nc = top_candidates(logp, score, row0, K, V, only_eos, 2 * K, cands);
+      bool no_eos = t < opts->min_len && !only_eos;
+      int nc = top_candidates(logp, score, row0, K, V, only_eos, no_eos, 2 * K, cands);
       int live = 0;
       for (int i = 0; i < nc && live < K; i++) {
         struct cand *c = &cands[i];

@@ -218,6 +218,8 @@ static void backward_one(intrus_ctx *ctx, intrus_tensor *t) {
   case INTRUS_OP_CONCAT: intrus_concat_backward(ctx, t); break;
   case INTRUS_OP_CONV2D: intrus_conv2d_backward(ctx, t); break;
   case INTRUS_OP_MAXPOOL2D: intrus_maxpool2d_backward(ctx, t); break;
+  case INTRUS_OP_ATTENTION: intrus_attention_backward(ctx, t); break;
+  case INTRUS_OP_INSERTION_LOSS: intrus_insertion_loss_backward(ctx, t); break;
   case INTRUS_OP_COUNT: intrus_panic("tensor with op INTRUS_OP_COUNT");
   }
 }

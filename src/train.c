@@ -14,11 +14,13 @@
 #include "intrus/train.h"
 #include "dataset.h"
 #include "score.h"
+#include "train_phases.h"
 #include "translate.h"
 
 struct train_cfg {
   long steps, log_every, valid_every, checkpoint_every, batch_tokens, valid_bleu;
   int batch;
+  bool has_phases;
   float label_smoothing;
   struct intrus_adam adam;
 };
@@ -35,8 +37,13 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
   long long steps, batch, batch_tokens, valid_bleu, warmup, log_every, valid_every, ckpt_every;
   double lr, clip, smoothing, beta1, beta2;
   enum intrus_status st;
-  if ((st = intrus_cfg_group_req(root, "train", &g, err)) ||
-      (st = intrus_cfg_int_range(g, "steps", 1000, 1, 1LL << 40, &steps, err)) ||
+  if ((st = intrus_cfg_group_req(root, "train", &g, err))) return st;
+  t->has_phases = intrus_cfg_has(g, "phases");
+  if (t->has_phases && intrus_cfg_has(g, "steps"))
+    return intrus_cfg_error(g, "steps", err,
+                            "not with train.phases: each phase gives its own steps");
+  if (t->has_phases) intrus_cfg_mark_read(g, "phases");
+  if ((st = intrus_cfg_int_range(g, "steps", 1000, 1, 1LL << 40, &steps, err)) ||
       (st = intrus_cfg_int_range(g, "batch", 32, 1, 1 << 20, &batch, err)) ||
       (st = intrus_cfg_int_range(g, "batch_tokens", 4000, 1, 1 << 24, &batch_tokens, err)) ||
       (st = intrus_cfg_double_range(g, "lr", 1.4e-3, 0.0, 10.0, &lr, err)) ||
@@ -70,7 +77,10 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
 
 struct valid_acc {
   struct intrus_model *m;
-  intrus_ctx *ctx;
+  intrus_ctx *ctx, *scratch;
+  const struct ins_train_spec *ins; /* insertion models: the validation policy */
+  uint64_t seed;
+  long batches;
   struct intrus_train_opts opts;
   double sum;
   long tokens;
@@ -81,7 +91,11 @@ static enum intrus_status valid_batch(const struct intrus_src_batch *src,
                                       struct intrus_error *err) {
   struct valid_acc *a = user;
   struct intrus_loss_out out;
-  enum intrus_status st = intrus_model_loss(a->m, a->ctx, src, tgt, &a->opts, &out, err);
+  enum intrus_status st =
+      a->ins ? ins_train_loss(a->m, a->ctx, a->scratch, src, tgt, a->ins,
+                              intrus_hash64(a->seed ^ 0x7a11dULL, (uint64_t)a->batches++), &out,
+                              err)
+             : intrus_model_loss(a->m, a->ctx, src, tgt, &a->opts, &out, err);
   if (st) return st;
   a->sum += out.nll_sum;
   a->tokens += out.tokens;
@@ -89,10 +103,12 @@ static enum intrus_status valid_batch(const struct intrus_src_batch *src,
 }
 
 /* Per-token validation loss (no label smoothing, no dropout). */
-static enum intrus_status validate(struct intrus_model *m, intrus_ctx *ctx, struct dataset *d,
+static enum intrus_status validate(struct intrus_model *m, intrus_ctx *ctx, intrus_ctx *scratch,
+                                   const struct train_phases *ph, struct dataset *d,
                                    const struct train_cfg *t, uint64_t seed, double *loss,
                                    struct intrus_error *err) {
-  struct valid_acc a = {.m = m, .ctx = ctx, .opts = {.direction = intrus_model_direction(m)}};
+  struct valid_acc a = {.m = m, .ctx = ctx, .scratch = scratch, .ins = ph->count ? &ph->valid : NULL,
+                        .seed = seed, .opts = {.direction = intrus_model_direction(m)}};
   intrus_ctx_set_training(ctx, false);
   intrus_ctx_set_grad(ctx, false);
   enum intrus_status st =
@@ -114,7 +130,7 @@ static enum intrus_status validate_bleu(struct intrus_model *m, struct dataset *
   size_t n = d->valid_text.n < (size_t)t->valid_bleu ? d->valid_text.n : (size_t)t->valid_bleu;
   char **hyps;
   enum intrus_status st = translate_lines(m, d, &search->beam, search->batch_tokens,
-                                          d->valid_text.src, n, NULL, &hyps, err);
+                                          d->valid_text.src, n, NULL, &hyps, NULL, err);
   if (st) return st;
   struct score_result r;
   st = score_corpus(plugins, "bleu", bleu_cfg, hyps, d->valid_text.tgt, n, &r, err);
@@ -140,9 +156,32 @@ static enum intrus_status make_dir(const char *dir, struct intrus_error *err) {
   return INTRUS_OK;
 }
 
+/* Where a phased run stands (saved with every checkpoint, so a resumed run continues
+ * the same phase with the same schedule). */
+struct phase_state {
+  long cur, start, sched_start, stale;
+  double best;
+};
+
+static enum intrus_status put_phase_state(struct intrus_ckpt_writer *w,
+                                          const struct phase_state *ps,
+                                          struct intrus_error *err) {
+  uint64_t best_bits;
+  memcpy(&best_bits, &ps->best, sizeof best_bits);
+  enum intrus_status st;
+  if ((st = intrus_ckpt_put_u64(w, "phase", (uint64_t)ps->cur, err)) ||
+      (st = intrus_ckpt_put_u64(w, "phase_start", (uint64_t)ps->start, err)) ||
+      (st = intrus_ckpt_put_u64(w, "sched_start", (uint64_t)ps->sched_start, err)) ||
+      (st = intrus_ckpt_put_u64(w, "phase_stale", (uint64_t)ps->stale, err)) ||
+      (st = intrus_ckpt_put_u64(w, "phase_best", best_bits, err)))
+    return st;
+  return INTRUS_OK;
+}
+
 static enum intrus_status save_checkpoint(const char *path, uint64_t fp,
                                           struct intrus_model *m, long step, double last_loss,
                                           double best, uint64_t vocab_fp,
+                                          const struct phase_state *ps,
                                           struct intrus_error *err) {
   uint64_t loss_bits, best_bits;
   memcpy(&loss_bits, &last_loss, sizeof loss_bits);
@@ -154,11 +193,45 @@ static enum intrus_status save_checkpoint(const char *path, uint64_t fp,
       (st = intrus_ckpt_put_u64(w, "step", (uint64_t)step, err)) ||
       (st = intrus_ckpt_put_u64(w, "last_loss", loss_bits, err)) ||
       (st = intrus_ckpt_put_u64(w, "vocab", vocab_fp, err)) ||
-      (st = intrus_ckpt_put_u64(w, "best", best_bits, err))) {
+      (st = intrus_ckpt_put_u64(w, "best", best_bits, err)) ||
+      (st = put_phase_state(w, ps, err))) {
     intrus_ckpt_abort(w);
     return st;
   }
   return intrus_ckpt_commit(w, err);
+}
+
+/* After a step of a phased run: updates the phase's plateau count with the validation
+ * score (NAN when there was none) and moves to the next phase when this one is over
+ * (restarting Adam's moments and the schedule when the next phase asks for it).
+ * Returns true when the phase changed. */
+static bool advance_phase(const struct train_phases *ph, struct phase_state *ps, long step,
+                          double score, struct intrus_params *params, FILE *progress) {
+  const struct train_phase *p = &ph->phase[ps->cur];
+  bool plateaued = false;
+  if (!isnan(score) && p->plateau) {
+    if (score > ps->best) {
+      ps->best = score;
+      ps->stale = 0;
+    } else if (++ps->stale >= p->patience) {
+      plateaued = true;
+    }
+  }
+  if (!plateaued && step - ps->start < p->steps) return false;
+  if (progress)
+    fprintf(progress, "phase %s ended at step %ld (%s)\n", p->name, step,
+            plateaued ? "validation stopped improving" : "its steps are done");
+  ps->cur++;
+  ps->start = step;
+  ps->stale = 0;
+  ps->best = -INFINITY;
+  if (ps->cur < ph->count && ph->phase[ps->cur].restart_optimizer) {
+    intrus_params_zero_moments(params);
+    ps->sched_start = step;
+  }
+  if (progress && ps->cur < ph->count)
+    fprintf(progress, "phase %s begins at step %ld\n", ph->phase[ps->cur].name, step);
+  return true;
 }
 
 static void format_eta(char *buf, size_t n, double s) {
@@ -179,8 +252,10 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
   const char *name, *plugin_path;
   const intrus_cfg *model_cfg, *data_cfg;
   struct intrus_model *model = NULL;
-  intrus_ctx *ctx = NULL;
+  intrus_ctx *ctx = NULL, *scratch = NULL;
   FILE *log = NULL;
+  struct train_phases ph = {0};
+  const intrus_cfg *train_cfg;
   enum intrus_status st;
   if ((st = intrus_cfg_string(root, "name", "experiment", &name, err)) ||
       (st = intrus_cfg_int_range(root, "seed", 1, 0, INT64_MAX, &seed, err)) ||
@@ -188,6 +263,8 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
       (st = intrus_cfg_group_req(root, "data", &data_cfg, err)) ||
       (st = dataset_configure(&data, data_cfg, intrus_config_filename(cfg), err)) ||
       (st = read_train(root, &tc, err)) ||
+      (st = intrus_cfg_group_req(root, "train", &train_cfg, err)) ||
+      (tc.has_phases && (st = train_phases_read(train_cfg, opt->search, &ph, err))) ||
       (st = intrus_cfg_group_req(root, "model", &model_cfg, err)) ||
       (st = make_dir(opt->run_dir, err)) ||
       (st = dataset_prepare(&data, opt->run_dir, tc.batch_tokens, (uint64_t)seed, opt->progress,
@@ -196,6 +273,16 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
                                 (uint64_t)seed, &model, err)) ||
       (st = translator_read_search(root, &search_check, err)))
     goto done;
+  if (intrus_model_is_insertion(model) != tc.has_phases) {
+    st = tc.has_phases
+             ? intrus_cfg_error(train_cfg, "phases", err,
+                                "phases (order policies) train insertion decoders; this "
+                                "model's decoder is not one")
+             : intrus_cfg_error(train_cfg, NULL, err,
+                                "an insertion decoder trains in phases: give train.phases "
+                                "(see docs/intrus.md)");
+    goto done;
+  }
   const intrus_cfg *eval_cfg = NULL, *bleu_cfg = NULL;
   if ((st = intrus_cfg_group(root, "eval", &eval_cfg, err)) ||
       (eval_cfg && (st = intrus_cfg_group(eval_cfg, "bleu", &bleu_cfg, err))) ||
@@ -215,6 +302,7 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
   long step = 0;
   /* Best validation score so far: BLEU when it is measured, else minus the loss. */
   double best = -INFINITY;
+  struct phase_state ps = {.best = -INFINITY};
   char best_path[4096];
   snprintf(best_path, sizeof best_path, "%s/best.ckpt", opt->run_dir);
   if (access(ckpt_path, F_OK) == 0) {
@@ -237,6 +325,16 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
     else if (!st) {
       memcpy(&res->last_loss, &loss_bits, sizeof loss_bits);
       memcpy(&best, &best_bits, sizeof best);
+      uint64_t v[5];
+      if (intrus_ckpt_u64(ck, "phase", &v[0]) && intrus_ckpt_u64(ck, "phase_start", &v[1]) &&
+          intrus_ckpt_u64(ck, "sched_start", &v[2]) && intrus_ckpt_u64(ck, "phase_stale", &v[3]) &&
+          intrus_ckpt_u64(ck, "phase_best", &v[4])) {
+        ps.cur = (long)v[0];
+        ps.start = (long)v[1];
+        ps.sched_start = (long)v[2];
+        ps.stale = (long)v[3];
+        memcpy(&ps.best, &v[4], sizeof ps.best);
+      }
     }
     intrus_ckpt_free(ck);
     if (st) goto done;
@@ -253,9 +351,12 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
   if (!step) fprintf(log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\n");
 
   ctx = intrus_ctx_create(0);
+  if (ph.count) scratch = intrus_ctx_create(0);
   struct intrus_train_opts topts = {.direction = intrus_model_direction(model),
                                     .label_smoothing = tc.label_smoothing};
-  long stop = tc.steps;
+  long stop = ph.count ? ph.total_steps : tc.steps;
+  /* A phased run that stopped after its last phase ended early is complete. */
+  if (ph.count && ps.cur >= ph.count) stop = step;
   if (opt->max_steps > 0 && opt->max_steps < stop) stop = opt->max_steps;
   double t0 = now_s(), window_t = t0, loss_sum = 0.0;
   long tokens_total = 0, window_tokens = 0, window_steps = 0;
@@ -270,10 +371,15 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
     struct intrus_tgt_batch tb;
     dataset_train_batch(&data, ctx, (uint64_t)seed, step, tc.batch, &sb, &tb);
     struct intrus_loss_out out;
-    if ((st = intrus_model_loss(model, ctx, &sb, &tb, &topts, &out, err))) goto done;
+    if (ph.count)
+      st = ins_train_loss(model, ctx, scratch, &sb, &tb, &ph.phase[ps.cur].spec,
+                          intrus_hash64((uint64_t)seed, (uint64_t)step), &out, err);
+    else
+      st = intrus_model_loss(model, ctx, &sb, &tb, &topts, &out, err);
+    if (st) goto done;
     intrus_params_zero_grad(params);
     intrus_backward(ctx, out.loss);
-    intrus_adam_step(params, &tc.adam, step);
+    intrus_adam_step(params, &tc.adam, step - ps.sched_start);
     double loss = out.loss->data[0];
     if (!isfinite(loss)) {
       st = intrus_error_set(err, INTRUS_ERR_INVALID,
@@ -290,7 +396,7 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
     bool validate_now = step % tc.valid_every == 0 || step == stop;
     double vloss = NAN, vbleu = NAN;
     if (validate_now &&
-        ((st = validate(model, ctx, &data, &tc, (uint64_t)seed, &vloss, err)) ||
+        ((st = validate(model, ctx, scratch, &ph, &data, &tc, (uint64_t)seed, &vloss, err)) ||
          (st = validate_bleu(model, &data, &tc, &search_check, opt->search, bleu_cfg, &vbleu,
                              err))))
       goto done;
@@ -307,8 +413,10 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
       char eta[32];
       format_eta(eta, sizeof eta, (stop - step) * (t - t0) / (double)(step - res->resumed_from));
       if (opt->progress) {
-        fprintf(opt->progress, "step %ld/%ld  loss %.4f  lr %.2e  %.0f tok/s  ETA %s", step,
-                tc.steps, loss_sum / window_steps, intrus_lr_at(&tc.adam, step - 1), tps, eta);
+        fprintf(opt->progress, "step %ld/%ld  ", step, stop);
+        if (ph.count) fprintf(opt->progress, "[%s]  ", ph.phase[ps.cur].name);
+        fprintf(opt->progress, "loss %.4f  lr %.2e  %.0f tok/s  ETA %s", loss_sum / window_steps,
+                intrus_lr_at(&tc.adam, step - 1 - ps.sched_start), tps, eta);
         if (validate_now) fprintf(opt->progress, "  valid %.4f", vloss);
         if (!isnan(vbleu)) fprintf(opt->progress, "  BLEU %.2f", vbleu);
         if (new_best) fprintf(opt->progress, "  (best)");
@@ -316,7 +424,7 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
         fflush(opt->progress);
       }
       fprintf(log, "%ld\t%.6f\t%.6g\t%.1f\t", step, loss_sum / window_steps,
-              intrus_lr_at(&tc.adam, step - 1), tps);
+              intrus_lr_at(&tc.adam, step - 1 - ps.sched_start), tps);
       if (validate_now) fprintf(log, "%.6f", vloss);
       fputc('\t', log);
       if (!isnan(vbleu)) fprintf(log, "%.2f", vbleu);
@@ -330,22 +438,29 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
       res->valid_loss = vloss;
       res->valid_bleu = vbleu;
     }
+    if (ph.count &&
+        advance_phase(&ph, &ps, step, validate_now ? (isnan(vbleu) ? -vloss : vbleu) : NAN,
+                      params, opt->progress) &&
+        ps.cur >= ph.count)
+      stop = step;
     if (new_best && (st = save_checkpoint(best_path, fp, model, step, res->last_loss, best,
-                                          data.vocab_fingerprint, err)))
+                                          data.vocab_fingerprint, &ps, err)))
       goto done;
     if (step % tc.checkpoint_every == 0 || step == stop)
       if ((st = save_checkpoint(ckpt_path, fp, model, step, res->last_loss, best,
-                                data.vocab_fingerprint, err)))
+                                data.vocab_fingerprint, &ps, err)))
         goto done;
   }
   res->steps_done = step;
   res->seconds = now_s() - t0;
   res->tokens_per_s = tokens_total / fmax(res->seconds, 1e-9);
   if (res->resumed_from == step && step > 0 &&
-      (st = validate(model, ctx, &data, &tc, (uint64_t)seed, &res->valid_loss, err)))
+      (st = validate(model, ctx, scratch, &ph, &data, &tc, (uint64_t)seed, &res->valid_loss, err)))
     goto done;
 done:
   if (log) fclose(log);
+  intrus_ctx_destroy(scratch);
+  train_phases_free(&ph);
   intrus_ctx_destroy(ctx);
   intrus_model_destroy(model);
   dataset_free(&data);

@@ -7,16 +7,19 @@
 
 int gradcheck_suite_a(void);
 int gradcheck_suite_b(void);
+int gradcheck_suite_attention(void);
+int gradcheck_suite_insertion(void);
 
 static const char *op_names[INTRUS_OP_COUNT] = {
     "none",         "matmul",       "add",         "mul",           "scale",
     "relu",         "gelu",         "elu",         "dropout",       "embedding",
     "layer_norm",   "softmax",      "log_softmax", "cross_entropy", "logsumexp_masked",
     "sum",          "mean",         "reshape",     "permute",       "concat",
-    "conv2d",       "maxpool2d"};
+    "conv2d",       "maxpool2d",    "attention",   "insertion_loss"};
 
 int main(void) {
-  int failed = gradcheck_suite_a() + gradcheck_suite_b();
+  int failed = gradcheck_suite_a() + gradcheck_suite_b() + gradcheck_suite_attention() +
+               gradcheck_suite_insertion();
   bool covered[INTRUS_OP_COUNT];
   int total = gradcheck_covered(covered), n = 0;
   for (int op = 1; op < INTRUS_OP_COUNT; op++) {

@@ -11,6 +11,7 @@
 #ifndef INTRUS_MODEL_H
 #define INTRUS_MODEL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "intrus/config.h"
@@ -54,6 +55,10 @@ int intrus_model_tgt_vocab(const struct intrus_model *m);
 /* +1 when the model writes left to right (`order = "l2r"`, the default), -1 for
  * right to left (`order = "r2l"`: trained on and decoding the reversed target). */
 int intrus_model_direction(const struct intrus_model *m);
+
+/* True when the decoder is an insertion decoder (INTRUS): it has no teacher-forcing
+ * loss; training goes through order policies and search through insertion beam search. */
+bool intrus_model_is_insertion(const struct intrus_model *m);
 
 #ifdef __cplusplus
 }

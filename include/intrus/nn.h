@@ -81,6 +81,23 @@ intrus_tensor *intrus_decoder_layer_forward(intrus_ctx *ctx,
                                             bool causal, intrus_tensor *mem,
                                             const uint8_t *mem_mask, float dropout);
 
+/* Packed (ragged) forms, no padding: x [N, d] holds the rows of many sequences back to
+ * back; self_seg groups rows into sequences (self-attention stays within each), and
+ * cross_seg gives each query sequence its rows of mem [M, d] (see intrus_attention).
+ * Used by the insertion decoder, whose batches are many partial outputs of different
+ * lengths sharing one sentence's memory. */
+intrus_tensor *intrus_attention_forward_packed(intrus_ctx *ctx, const struct intrus_attention *a,
+                                               intrus_tensor *q_in, intrus_tensor *kv_in,
+                                               const struct intrus_segments *seg, bool causal,
+                                               float dropout);
+intrus_tensor *intrus_decoder_layer_forward_packed(intrus_ctx *ctx,
+                                                   const struct intrus_decoder_layer *l,
+                                                   intrus_tensor *x,
+                                                   const struct intrus_segments *self_seg,
+                                                   intrus_tensor *mem,
+                                                   const struct intrus_segments *cross_seg,
+                                                   float dropout);
+
 /* Sinusoidal position table [T, d] (Vaswani et al.: sin on even, cos on odd columns),
  * as a constant arena tensor. */
 intrus_tensor *intrus_positions(intrus_ctx *ctx, int T, int d);

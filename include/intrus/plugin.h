@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "intrus/config.h"
+#include "intrus/insertion.h"
 #include "intrus/params.h"
 #include "intrus/status.h"
 #include "intrus/tensor.h"
@@ -25,7 +26,7 @@ extern "C" {
 #endif
 
 #define INTRUS_ABI_MAJOR 1
-#define INTRUS_ABI_MINOR 1
+#define INTRUS_ABI_MINOR 2
 
 #define INTRUS_PLUGIN_DESC(module) module##_LTX_intrus_plugin_desc
 #define INTRUS_PLUGIN_SYMBOL "intrus_plugin_desc"
@@ -132,7 +133,48 @@ struct intrus_decoder_vtable {
    * log-probabilities of the next token, [rows, tgt_vocab], to logp. */
   enum intrus_status (*step)(void *self, void *state, intrus_ctx *ctx, const int32_t *parents,
                              const int32_t *tokens, float *logp, struct intrus_error *err);
+  /* Frees a state made by start or ins_start. */
   void (*finish)(void *self, void *state);
+
+  /* ABI 1.2, optional (NULL unless the decoder is an insertion decoder; its `loss`,
+   * `start` and `step` are then NULL). Read these slots only from a plugin whose
+   * abi_minor is at least 2: older vtables end above.
+   *
+   * ins_hidden: the decoder's final (normalised) states for a batch of partial outputs,
+   * [sum_s (k_s + 2), d_model], each state's positions (NULL, y1..yk, EOS) consecutive
+   * and in state order; state s reads memory row states->sent[s]. Recorded on the tape
+   * when ctx's grad is on (training). */
+  enum intrus_status (*ins_hidden)(void *self, intrus_ctx *ctx, const struct intrus_memory *mem,
+                                   const struct intrus_ins_states *states,
+                                   intrus_tensor **hidden, struct intrus_error *err);
+  /* The output layer W: d -> V+1 as two parameters: w_token [d, V] (columns 0..V-1)
+   * and w_pos [d, 1] (column V, the position logit). */
+  void (*ins_output)(void *self, intrus_tensor **w_token, intrus_tensor **w_pos);
+  /* For search and scoring without grad: ins_start copies what it needs from mem and
+   * precomputes the cross-attention keys and values once; ins_step is ins_hidden against
+   * that cache (the caller may reset ctx between calls; `finish` frees the state). */
+  enum intrus_status (*ins_start)(void *self, intrus_ctx *ctx, const struct intrus_memory *mem,
+                                  void **state, struct intrus_error *err);
+  enum intrus_status (*ins_step)(void *self, void *state, intrus_ctx *ctx,
+                                 const struct intrus_ins_states *states, intrus_tensor **hidden,
+                                 struct intrus_error *err);
+};
+
+/* ---- order policies (ABI 1.2) ------------------------------------------------
+ * A policy turns a batch of targets into trajectories: for each sentence, the order in
+ * which its tokens are inserted, starting from the empty output. Policies that need
+ * the model (sampled, argmax) score states through the scorer the core passes in. */
+struct intrus_order_vtable {
+  /* cfg: the policy's settings group (may be NULL: all defaults). */
+  enum intrus_status (*create)(const intrus_cfg *cfg, void **self, struct intrus_error *err);
+  void (*destroy)(void *self);
+  /* True when trajectories() uses the scorer (the core then runs the model for it). */
+  bool (*needs_model)(void *self);
+  /* steps[batch->off[b] + t] receives sentence b's t-th insertion, for t < its length.
+   * scorer is NULL when needs_model() is false. */
+  enum intrus_status (*trajectories)(void *self, const struct intrus_order_batch *batch,
+                                     const struct intrus_ins_scorer *scorer,
+                                     struct intrus_ins_step *steps, struct intrus_error *err);
 };
 
 /* ---- evaluators (ABI 1.1) ----------------------------------------------------

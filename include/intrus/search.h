@@ -2,6 +2,8 @@
 #ifndef INTRUS_SEARCH_H
 #define INTRUS_SEARCH_H
 
+#include <stdbool.h>
+
 #include "intrus/model.h"
 
 #ifdef __cplusplus
@@ -13,6 +15,9 @@ struct intrus_beam_opts {
   float alpha;       /* final score = log p / len^alpha, len counting EOS */
   float max_len_a;   /* at most a * |src| + b tokens before EOS */
   int max_len_b;
+  int min_len;       /* EOS is not allowed before this many tokens (0) */
+  bool prune;        /* insertion models: token softmax only at slots that can still enter
+                        the beam (see intrus_ins_search_opts) */
 };
 
 /* Defaults: beam 4, alpha 1, max length 2 * |src| + 3 (DESIGN section 4). */

@@ -47,6 +47,8 @@ enum intrus_op {
   INTRUS_OP_CONCAT,        /* two tensors joined along one axis */
   INTRUS_OP_CONV2D,        /* [B,C,H,W] * [O,C,kh,kw] via im2col + GEMM */
   INTRUS_OP_MAXPOOL2D,     /* [B,C,H,W] -> [B,C,H',W'] */
+  INTRUS_OP_ATTENTION,     /* multi-head attention over packed segments, fused */
+  INTRUS_OP_INSERTION_LOSS, /* INTRUS losses of a batch of states, fused */
   INTRUS_OP_COUNT
 };
 
@@ -200,6 +202,45 @@ intrus_tensor *intrus_conv2d(intrus_ctx *ctx, intrus_tensor *x, intrus_tensor *w
 
 /* x: [B, C, H, W]. Window k, stride s, no padding; floor division of the size. */
 intrus_tensor *intrus_maxpool2d(intrus_ctx *ctx, intrus_tensor *x, int k, int stride);
+
+/* Multi-head scaled dot-product attention over packed (ragged) sequences; heads are
+ * column blocks of d (no permute copies), H heads of Dh = d / H.
+ * q: [N, d]; k, v: [M, d]. Segment s: query rows q_begin[s] .. q_begin[s]+q_len[s]-1
+ * attend to key rows k_begin[s] .. k_begin[s]+k_len[s]-1 (several segments may share
+ * key rows: many states attending to one sentence's memory). causal: local query i
+ * sees local keys j <= i only. Query rows outside every segment, and segments with
+ * k_len 0, get zeros. Dropout p on the attention weights when training (streams as
+ * intrus_dropout). The arrays are copied. Result [N, d]. */
+struct intrus_segments {
+  int count;
+  const int *q_begin, *q_len, *k_begin, *k_len;
+};
+intrus_tensor *intrus_attention(intrus_ctx *ctx, intrus_tensor *q, intrus_tensor *k,
+                                intrus_tensor *v, int heads, const struct intrus_segments *seg,
+                                bool causal, float dropout);
+
+/* The INTRUS losses of a batch of states (DESIGN.md section 4), fused.
+ * pos: [P] position logits, state s owning pos rows row0[s] .. row0[s]+k_s+1 (slots
+ * 0..k_s, then finish; len[s] = k_s + 2). tok: [R, V] token logits of the slot rows
+ * that have correct insertions. Correct pairs of state s: pair_off[s] ..
+ * pair_off[s+1]-1, pair p at slot pair_slot[p] (0..k_s) with token pair_tok[p], whose
+ * token logits are row pair_row[p] of tok. A state without pairs is complete: its loss
+ * is -log p(finish). Otherwise, with log p(i, c) = log_softmax(pos of s)[i] +
+ * log_softmax(tok row)[c]:
+ *   INTRUS_INS_LOSS_MAIN:     -log sum_{pairs} p(i, c)
+ *   INTRUS_INS_LOSS_UNIFORM:  -(1/|pairs|) sum_{pairs} log p(i, c)
+ * Result [count]: each state's loss. The arrays are copied. */
+enum intrus_ins_loss_kind { INTRUS_INS_LOSS_MAIN = 0, INTRUS_INS_LOSS_UNIFORM = 1 };
+struct intrus_ins_targets {
+  int count;                 /* states */
+  const int *row0, *len;     /* [count] */
+  const int *pair_off;       /* [count + 1] */
+  const int *pair_slot, *pair_row;
+  const int32_t *pair_tok;
+};
+intrus_tensor *intrus_insertion_loss(intrus_ctx *ctx, intrus_tensor *pos, intrus_tensor *tok,
+                                     const struct intrus_ins_targets *tg,
+                                     enum intrus_ins_loss_kind kind);
 
 #ifdef __cplusplus
 }

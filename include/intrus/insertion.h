@@ -1,0 +1,164 @@
+/* INTRUS: generation by insertion (DESIGN.md section 4).
+ *
+ * A state is a partial output y1..yk. The insertion decoder reads [NULL, y1..yk, EOS]
+ * (k+2 positions). Position i in 0..k is slot i: inserting there puts a token after
+ * position i (slot 0 = at the front, slot k = at the end). Position k+1 is "finish".
+ * log p(insert i, c) = log p(pos = i) + log p(c | slot i); insertions and finish share
+ * one distribution.
+ *
+ * This header holds what the search, the order policies and the training loop share:
+ * the correct-insertion oracle, trajectories, the model as a scorer of states, and the
+ * insertion beam search. */
+#ifndef INTRUS_INSERTION_H
+#define INTRUS_INSERTION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "intrus/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- the correct-insertion oracle -------------------------------------------- */
+
+/* Slot ranges of a partial output part[0..k) that is a subsequence of y[0..n): slot i
+ * (0..k) may receive any token of y[start[i] .. end[i]-1] (greedy left-to-right matching
+ * gives the starts, greedy right-to-left matching the ends). start and end have k+1
+ * entries. Returns false (and writes nothing useful) when part is not a subsequence. */
+bool intrus_ins_ranges(const int32_t *y, int n, const int32_t *part, int k, int *start,
+                       int *end);
+
+/* The correct (slot, token) pairs, slot-major; within a slot each distinct token once
+ * (set semantics), in order of first occurrence in the slot's range. Returns the count:
+ * 0 when part equals y (finish is the only correct action), -1 when part is not a
+ * subsequence of y. Writes at most cap pairs (the count may exceed cap: then call again
+ * with more room); the count never exceeds (k+1)*(n-k). */
+int intrus_ins_correct(const int32_t *y, int n, const int32_t *part, int k, int *slot,
+                       int32_t *token, int cap);
+
+/* The same set by brute force, for tests: every token of y inserted at every slot, kept
+ * when the result is still a subsequence of y. Same return convention; pairs slot-major,
+ * tokens within a slot by first occurrence in y (compare with intrus_ins_correct as
+ * sets). */
+int intrus_ins_correct_brute(const int32_t *y, int n, const int32_t *part, int k, int *slot,
+                             int32_t *token, int cap);
+
+/* ---- trajectories ---------------------------------------------------------------- */
+
+/* One insertion: `slot` counts in the partial output the insertion applies to. */
+struct intrus_ins_step {
+  int32_t slot, token;
+};
+
+/* Applies one insertion to part[0..k) in place (part has room for k+1). */
+void intrus_ins_apply(int32_t *part, int k, struct intrus_ins_step step);
+
+/* The partial outputs along a trajectory: states[t] = the output after t insertions.
+ * Replays steps[0..n) into out, a [(n+1) * n] row-major buffer whose row t holds
+ * t tokens. */
+void intrus_ins_replay(const struct intrus_ins_step *steps, int n, int32_t *out);
+
+/* ---- the model as search and order policies see it ---------------------------- */
+
+/* A batch of states: state s belongs to sentence sent[s] (a row of the encoder memory)
+ * and its partial output is tok[off[s] .. off[s+1]-1]. */
+struct intrus_ins_states {
+  int count;
+  const int *sent;
+  const int *off;      /* [count + 1] */
+  const int32_t *tok;
+};
+
+/* Calls come in pairs: positions() runs the decoder over a batch of states; tokens()
+ * then reads token distributions at slots of those states (the expensive V-wide
+ * softmax, asked for only where it is needed). */
+struct intrus_ins_scorer {
+  int vocab;  /* V: token ids 0..V-1 (ids below INTRUS_NUM_SPECIAL are special) */
+  /* log p(pos) of each state's k_s + 2 positions (slots 0..k_s, then finish), packed in
+   * state order: state s's positions start at pos_logp[off[s] + 2 s]. */
+  enum intrus_status (*positions)(void *user, const struct intrus_ins_states *states,
+                                  float *pos_logp, struct intrus_error *err);
+  /* log p(c | slot) over the V tokens, [n, V], for n (state, slot) pairs of the
+   * states of the last positions() call. */
+  enum intrus_status (*tokens)(void *user, int n, const int *state, const int *slot,
+                               float *tok_logp, struct intrus_error *err);
+  void *user;
+};
+
+/* ---- insertion beam search ------------------------------------------------------ */
+
+struct intrus_ins_search_opts {
+  int beam;          /* hypotheses kept per sentence (default 4) */
+  float alpha;       /* final score = log p / (len + 1)^alpha, len = output tokens (1) */
+  bool prune;        /* compute token distributions only at slots whose position
+                        probability can still beat the beam's current worst (true) */
+  int min_len;       /* no hypothesis finishes with fewer tokens (0; benchmarks use it to
+                        decode outputs of a fixed length) */
+};
+struct intrus_ins_search_opts intrus_ins_search_defaults(void);
+
+/* A finished hypothesis: the output and how it was written. */
+struct intrus_ins_hyp {
+  int len;
+  int32_t *tokens;                /* [len], malloc'd */
+  struct intrus_ins_step *steps;  /* [len] insertions in order, malloc'd */
+  double logp;                    /* log p(output) including finish (merged paths summed) */
+  double score;                   /* logp / (len + 1)^alpha */
+};
+void intrus_ins_hyp_free(struct intrus_ins_hyp *h);
+
+/* Where search time went (accumulated over calls). */
+struct intrus_ins_search_stats {
+  double positions_s, tokens_s, select_s;  /* wall seconds in each part */
+  long states, slots_total, slots_scored;  /* slots_scored < slots_total when pruning */
+};
+
+/* Beam search for nsent sentences together (sentence b is memory row b of the scorer):
+ * each step expands every live hypothesis over all (slot, token) pairs (special tokens
+ * excluded), offers every hypothesis's finished version, merges identical strings by
+ * log-add-exp, keeps the best `beam` per sentence. Sentence b inserts at most
+ * max_steps[b] tokens. out[b]: the best finished hypothesis by score. stats may be
+ * NULL. */
+enum intrus_status intrus_ins_beam_search(const struct intrus_ins_scorer *sc, int nsent,
+                                          const int *max_steps,
+                                          const struct intrus_ins_search_opts *opts,
+                                          struct intrus_ins_hyp *out,
+                                          struct intrus_ins_search_stats *stats,
+                                          struct intrus_error *err);
+
+/* ---- order policies: shared machinery (the plugins are in plugins/order-*) ------- */
+
+/* A batch of targets: sentence b's target is tok[off[b] .. off[b+1]-1]. */
+struct intrus_order_batch {
+  int count;
+  const int *off;       /* [count + 1] */
+  const int32_t *tok;
+  uint64_t seed;        /* randomness of this batch; per-sentence streams derive from
+                           (seed, b), so a trajectory does not depend on batch-mates */
+};
+
+/* Picks one of npairs correct pairs for sentence b. logp: the model's log p(i, c) of
+ * each pair, or NULL when the greedy driver was given no scorer. rng: sentence b's
+ * stream. Returns the index of the chosen pair. */
+struct intrus_rng;
+typedef int (*intrus_order_choose_fn)(void *user, int b, int npairs, const int *slot,
+                                      const int32_t *token, const float *logp,
+                                      struct intrus_rng *rng);
+
+/* Builds trajectories one insertion at a time for all sentences together: at step t
+ * the states of every unfinished sentence form one batch; with a scorer, one
+ * positions() and one tokens() call give log p(i, c) of their correct pairs; choose()
+ * picks an insertion per sentence. steps[off[b] + t] receives sentence b's t-th
+ * insertion. */
+enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,
+                                       const struct intrus_ins_scorer *scorer,
+                                       intrus_order_choose_fn choose, void *user,
+                                       struct intrus_ins_step *steps,
+                                       struct intrus_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,45 @@
+/* Decoding order: how an insertion model wrote each output (the paper's Figure 1),
+ * as text, as numbers for order analysis, and as pictures (PNG, SVG; drawn with cairo). */
+#ifndef INTRUS_TRACE_H
+#define INTRUS_TRACE_H
+
+#include <stdio.h>
+
+#include "intrus/insertion.h"
+#include "intrus/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One sentence's trajectory: len insertions; words[t] is the display text of the token
+ * inserted at step t (steps[t].token), e.g. a BPE piece. */
+struct intrus_trace {
+  int len;
+  const struct intrus_ins_step *steps;
+  const char *const *words;
+};
+
+/* Text, one line per step (Figure 1): "<step>\t<the partial output after the step, the
+ * word just inserted in [brackets]>", preceded by a header line "# sentence <index>"
+ * and followed by an empty line. An empty output writes the header and one line
+ * "0\t(empty)". */
+enum intrus_status intrus_trace_write_text(FILE *f, const char *name, int index,
+                                           const struct intrus_trace *t,
+                                           struct intrus_error *err);
+
+/* Relative generation index of every output token, in output (reading) order:
+ * rel[j] = (step at which output token j was inserted) / (len - 1); 0 when len == 1.
+ * order[j] receives that step (may be NULL). */
+void intrus_trace_relative_index(const struct intrus_trace *t, double *rel, int *order);
+
+/* Draws the steps as a picture: one row per step, each word in its final column, the
+ * word inserted at that step highlighted. The format follows path's extension: ".png"
+ * or ".svg" (anything else is an error). Written to a temporary file and renamed. */
+enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace *t,
+                                     struct intrus_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,213 @@
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "intrus/rng.h"
+#include "insertion_model.h"
+
+/* ---- the model as a scorer of states ------------------------------------------ */
+
+static enum intrus_status scorer_positions(void *user, const struct intrus_ins_states *st,
+                                           float *pos_logp, struct intrus_error *err) {
+  struct ins_model_scorer *s = user;
+  intrus_ctx_reset(s->ctx);
+  intrus_ctx_set_grad(s->ctx, false);
+  intrus_ctx_set_training(s->ctx, false);
+  if (st->count > s->row0_cap) {
+    int cap = st->count * 2;
+    int *r = realloc(s->row0, (size_t)cap * sizeof *r);
+    if (!r) return intrus_error_set(err, INTRUS_ERR_NOMEM, "scorer: out of memory");
+    s->row0 = r;
+    s->row0_cap = cap;
+  }
+  enum intrus_status e = s->dec->ins_step(s->dec_self, s->cache, s->ctx, st, &s->hidden, err);
+  if (e) return e;
+  s->nstates = st->count;
+  intrus_tensor *logit = intrus_matmul(s->ctx, s->hidden, s->w_pos, false, false); /* [N, 1] */
+  int row = 0;
+  for (int i = 0; i < st->count; i++) {
+    int len = st->off[i + 1] - st->off[i] + 2;
+    s->row0[i] = row;
+    const float *x = logit->data + row;
+    float *y = pos_logp + row;
+    float mx = -INFINITY;
+    for (int j = 0; j < len; j++) mx = fmaxf(mx, x[j]);
+    double sum = 0.0;
+    for (int j = 0; j < len; j++) sum += exp((double)x[j] - mx);
+    float lse = mx + (float)log(sum);
+    for (int j = 0; j < len; j++) y[j] = x[j] - lse;
+    row += len;
+  }
+  return INTRUS_OK;
+}
+
+static enum intrus_status scorer_tokens(void *user, int n, const int *state, const int *slot,
+                                        float *tok_logp, struct intrus_error *err) {
+  struct ins_model_scorer *s = user;
+  if (n == 0) return INTRUS_OK;
+  int d = s->hidden->shape[1];
+  int32_t *rows = intrus_ctx_alloc(s->ctx, (size_t)n * sizeof *rows);
+  for (int i = 0; i < n; i++) {
+    if (state[i] < 0 || state[i] >= s->nstates || slot[i] < 0)
+      return intrus_error_set(err, INTRUS_ERR_INVALID, "scorer: no state %d / slot %d",
+                              state[i], slot[i]);
+    rows[i] = s->row0[state[i]] + slot[i];
+  }
+  (void)d;
+  intrus_tensor *x = intrus_embedding(s->ctx, s->hidden, rows, 1, &n); /* [n, d] */
+  intrus_tensor *lp = intrus_log_softmax(s->ctx, intrus_matmul(s->ctx, x, s->w_token, false, false), NULL);
+  memcpy(tok_logp, lp->data, (size_t)n * s->sc.vocab * sizeof(float));
+  return INTRUS_OK;
+}
+
+enum intrus_status ins_scorer_open(struct ins_model_scorer *s, struct intrus_model *m,
+                                   intrus_ctx *ctx, const struct intrus_src_batch *src,
+                                   struct intrus_error *err) {
+  memset(s, 0, sizeof *s);
+  s->model = m;
+  s->ctx = ctx;
+  s->dec = intrus_model_decoder(m, &s->dec_self);
+  s->dec->ins_output(s->dec_self, &s->w_token, &s->w_pos);
+  s->sc = (struct intrus_ins_scorer){.vocab = intrus_model_tgt_vocab(m),
+                                     .positions = scorer_positions,
+                                     .tokens = scorer_tokens,
+                                     .user = s};
+  intrus_ctx_reset(ctx);
+  bool grad = intrus_ctx_grad_enabled(ctx), training = intrus_ctx_training(ctx);
+  intrus_ctx_set_grad(ctx, false);
+  intrus_ctx_set_training(ctx, false);
+  struct intrus_memory mem;
+  enum intrus_status st = intrus_model_encode(m, ctx, src, &mem, err);
+  if (!st) st = s->dec->ins_start(s->dec_self, ctx, &mem, &s->cache, err);
+  intrus_ctx_set_grad(ctx, grad);
+  intrus_ctx_set_training(ctx, training);
+  return st;
+}
+
+void ins_scorer_close(struct ins_model_scorer *s) {
+  if (s->cache) s->dec->finish(s->dec_self, s->cache);
+  s->cache = NULL;
+  free(s->row0);
+  s->row0 = NULL;
+}
+
+/* ---- the training loss ---------------------------------------------------------- */
+
+enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intrus_ctx *scratch,
+                                  const struct intrus_src_batch *src,
+                                  const struct intrus_tgt_batch *tgt,
+                                  const struct ins_train_spec *spec, uint64_t seed,
+                                  struct intrus_loss_out *out, struct intrus_error *err) {
+  int B = tgt->batch;
+  enum intrus_status st = INTRUS_OK;
+  /* Targets as the policies see them. */
+  int *off = intrus_ctx_alloc(ctx, (size_t)(B + 1) * sizeof *off);
+  off[0] = 0;
+  for (int b = 0; b < B; b++) off[b + 1] = off[b] + tgt->lens[b];
+  int32_t *y = intrus_ctx_alloc(ctx, (size_t)(off[B] ? off[B] : 1) * sizeof *y);
+  for (int b = 0; b < B; b++)
+    memcpy(y + off[b], tgt->tokens + (size_t)b * tgt->len, (size_t)tgt->lens[b] * sizeof *y);
+  struct intrus_order_batch ob = {.count = B, .off = off, .tok = y, .seed = seed};
+  struct intrus_ins_step *steps =
+      intrus_ctx_alloc(ctx, (size_t)(off[B] ? off[B] : 1) * sizeof *steps);
+  if (spec->order->needs_model(spec->order_self)) {
+    struct ins_model_scorer sc;
+    st = ins_scorer_open(&sc, m, scratch, src, err);
+    if (!st) st = spec->order->trajectories(spec->order_self, &ob, &sc.sc, steps, err);
+    ins_scorer_close(&sc);
+  } else {
+    st = spec->order->trajectories(spec->order_self, &ob, NULL, steps, err);
+  }
+  if (st) return st;
+
+  /* The states trained on: every prefix of each trajectory (t = 0..n, the last one
+   * complete), or one of them drawn per sentence. */
+  int nstates = 0;
+  long state_tokens = 0, max_pairs = 0;
+  int *pick = intrus_ctx_alloc(ctx, (size_t)B * sizeof *pick);
+  for (int b = 0; b < B; b++) {
+    int n = tgt->lens[b];
+    if (spec->all_states) {
+      pick[b] = -1;
+      nstates += n + 1;
+      state_tokens += (long)n * (n + 1) / 2;
+      for (int k = 0; k <= n; k++) max_pairs += (long)(k + 1) * (n - k);
+    } else {
+      struct intrus_rng r;
+      intrus_rng_seed(&r, intrus_hash64(seed ^ 0x5eedf00dULL, (uint64_t)b));
+      pick[b] = (int)intrus_rng_below(&r, (uint64_t)n + 1);
+      nstates += 1;
+      state_tokens += pick[b];
+      max_pairs += (long)(pick[b] + 1) * (n - pick[b]);
+    }
+  }
+  int *sent = intrus_ctx_alloc(ctx, (size_t)nstates * sizeof *sent);
+  int *soff = intrus_ctx_alloc(ctx, (size_t)(nstates + 1) * sizeof *soff);
+  int32_t *stok = intrus_ctx_alloc(ctx, (size_t)(state_tokens ? state_tokens : 1) * sizeof *stok);
+  int *row0 = intrus_ctx_alloc(ctx, (size_t)nstates * sizeof *row0);
+  int *slen = intrus_ctx_alloc(ctx, (size_t)nstates * sizeof *slen);
+  int *pair_off = intrus_ctx_alloc(ctx, (size_t)(nstates + 1) * sizeof *pair_off);
+  size_t pcap = (size_t)(max_pairs ? max_pairs : 1);
+  int *pair_slot = intrus_ctx_alloc(ctx, pcap * sizeof *pair_slot);
+  int *pair_row = intrus_ctx_alloc(ctx, pcap * sizeof *pair_row);
+  int32_t *pair_tok = intrus_ctx_alloc(ctx, pcap * sizeof *pair_tok);
+  /* Hidden rows whose token distribution the loss needs: slots with a correct token. */
+  int32_t *tok_rows = intrus_ctx_alloc(ctx, pcap * sizeof *tok_rows);
+  int maxn = 0;
+  for (int b = 0; b < B; b++) maxn = tgt->lens[b] > maxn ? tgt->lens[b] : maxn;
+  int32_t *replay = intrus_ctx_alloc(ctx, (size_t)(maxn + 1) * (maxn ? maxn : 1) * sizeof *replay);
+  int s = 0, row = 0, ntok = 0, np = 0;
+  soff[0] = 0;
+  pair_off[0] = 0;
+  for (int b = 0; b < B; b++) {
+    int n = tgt->lens[b];
+    intrus_ins_replay(steps + off[b], n, replay);
+    int k0 = pick[b] < 0 ? 0 : pick[b], k1 = pick[b] < 0 ? n : pick[b];
+    for (int k = k0; k <= k1; k++, s++) {
+      const int32_t *part = replay + (size_t)k * n;
+      sent[s] = b;
+      memcpy(stok + soff[s], part, (size_t)k * sizeof *stok);
+      soff[s + 1] = soff[s] + k;
+      row0[s] = row;
+      slen[s] = k + 2;
+      int c = intrus_ins_correct(y + off[b], n, part, k, pair_slot + np, pair_tok + np,
+                                 (int)(pcap - np));
+      if (c < 0 || (size_t)(np + c) > pcap)
+        return intrus_error_set(err, INTRUS_ERR_INVALID,
+                                "order policy produced a trajectory that is not a correct "
+                                "one (sentence %d, step %d)", b, k);
+      for (int p = np; p < np + c; p++) {
+        if (p == np || pair_slot[p] != pair_slot[p - 1]) tok_rows[ntok++] = row + pair_slot[p];
+        pair_row[p] = ntok - 1;
+      }
+      np += c;
+      pair_off[s + 1] = np;
+      row += k + 2;
+    }
+  }
+
+  struct intrus_memory mem;
+  if ((st = intrus_model_encode(m, ctx, src, &mem, err))) return st;
+  void *dself;
+  const struct intrus_decoder_vtable *dec = intrus_model_decoder(m, &dself);
+  struct intrus_ins_states states = {.count = nstates, .sent = sent, .off = soff, .tok = stok};
+  intrus_tensor *hidden, *w_token, *w_pos;
+  if ((st = dec->ins_hidden(dself, ctx, &mem, &states, &hidden, err))) return st;
+  dec->ins_output(dself, &w_token, &w_pos);
+  intrus_tensor *pos = intrus_matmul(ctx, hidden, w_pos, false, false);
+  pos = intrus_reshape(ctx, pos, 1, &row);
+  int R = ntok ? ntok : 1;
+  if (!ntok) tok_rows[0] = 0; /* every state complete: a dummy row the loss never reads */
+  intrus_tensor *tok = intrus_matmul(ctx, intrus_embedding(ctx, hidden, tok_rows, 1, &R),
+                                     w_token, false, false);
+  struct intrus_ins_targets tg = {.count = nstates, .row0 = row0, .len = slen,
+                                  .pair_off = pair_off, .pair_slot = pair_slot,
+                                  .pair_row = pair_row, .pair_tok = pair_tok};
+  intrus_tensor *losses = intrus_insertion_loss(ctx, pos, tok, &tg, spec->loss);
+  out->loss = intrus_mean(ctx, losses);
+  double sum = 0.0;
+  for (int i = 0; i < nstates; i++) sum += losses->data[i];
+  out->nll_sum = sum;
+  out->tokens = off[B] + B;
+  return INTRUS_OK;
+}

@@ -1,0 +1,50 @@
+/* The core's side of an insertion model: the model as a scorer of states (for search
+ * and for the order policies that need the model) and the INTRUS training loss of a
+ * batch under an order policy. */
+#ifndef INTRUS_INSERTION_MODEL_H
+#define INTRUS_INSERTION_MODEL_H
+
+#include "intrus/insertion.h"
+#include "intrus/model.h"
+#include "intrus/plugin.h"
+
+/* A scorer over one batch of sources: encodes them once (no grad) and keeps the
+ * decoder's cache of the memory. ctx is its own scratch arena, reset per positions()
+ * call. */
+struct ins_model_scorer {
+  struct intrus_ins_scorer sc;       /* what search and policies call */
+  struct intrus_model *model;
+  const struct intrus_decoder_vtable *dec;
+  void *dec_self, *cache;
+  intrus_ctx *ctx;
+  intrus_tensor *w_token, *w_pos, *hidden;
+  int *row0;                         /* first hidden row of each state of the last batch */
+  int nstates, row0_cap;
+};
+
+/* ctx: a scratch context the scorer may reset (not the caller's training arena). */
+enum intrus_status ins_scorer_open(struct ins_model_scorer *s, struct intrus_model *m,
+                                   intrus_ctx *ctx, const struct intrus_src_batch *src,
+                                   struct intrus_error *err);
+void ins_scorer_close(struct ins_model_scorer *s);
+
+/* How one training phase turns targets into states and losses. */
+struct ins_train_spec {
+  const struct intrus_order_vtable *order;
+  void *order_self;
+  enum intrus_ins_loss_kind loss;
+  bool all_states;      /* every state of each trajectory, or one random state per sentence */
+};
+
+/* The INTRUS loss of a batch (mean over the states trained on), recorded on ctx's tape.
+ * scratch: a second context for the order policy's scoring pass (reset here). seed
+ * makes the policy's and the state choice's randomness a function of the step.
+ * out->tokens counts target tokens plus one finish per sentence (as the baseline counts
+ * EOS); out->nll_sum is the sum of the state losses. */
+enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intrus_ctx *scratch,
+                                  const struct intrus_src_batch *src,
+                                  const struct intrus_tgt_batch *tgt,
+                                  const struct ins_train_spec *spec, uint64_t seed,
+                                  struct intrus_loss_out *out, struct intrus_error *err);
+
+#endif

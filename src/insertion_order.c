@@ -1,0 +1,181 @@
+/* The greedy trajectory driver shared by the order policies (DESIGN.md section 4,
+ * "Trajectories"): one insertion per step for every unfinished sentence, the model run
+ * once per step for the whole batch. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "intrus/insertion.h"
+#include "intrus/rng.h"
+
+/* Every buffer the driver needs, sized for the busiest step so that the loop itself
+ * never allocates. */
+struct greedy_buf {
+  int32_t *part;      /* sentence b's partial output at part[off[b]], room for n_b */
+  struct intrus_rng *rng;
+  int *sent, *soff;   /* the step's states */
+  int32_t *stok;
+  int *pslot;         /* correct pairs of all states, state s's from pbeg[s] */
+  int32_t *ptok;
+  int *pbeg;          /* [states + 1] */
+  int *pq;            /* the tokens() query each pair reads */
+  float *plogp;
+  int *qstate, *qslot;
+  float *pos_logp, *tok_logp;
+};
+
+static void greedy_free(struct greedy_buf *g) {
+  free(g->part);
+  free(g->rng);
+  free(g->sent);
+  free(g->soff);
+  free(g->stok);
+  free(g->pslot);
+  free(g->ptok);
+  free(g->pbeg);
+  free(g->pq);
+  free(g->plogp);
+  free(g->qstate);
+  free(g->qslot);
+  free(g->pos_logp);
+  free(g->tok_logp);
+}
+
+enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,
+                                       const struct intrus_ins_scorer *scorer,
+                                       intrus_order_choose_fn choose, void *user,
+                                       struct intrus_ins_step *steps,
+                                       struct intrus_error *err) {
+  const int B = batch->count;
+  const int *off = batch->off;
+  if (B < 0) return intrus_error_set(err, INTRUS_ERR_INVALID, "order: %d sentences", B);
+  if (B == 0) return INTRUS_OK;
+
+  /* The busiest step bounds every per-step buffer: at step t each of the A_t
+   * unfinished sentences has t tokens, at most (t+1)(n_b-t) correct pairs and at most
+   * t+1 slots to query. */
+  int maxn = 0;
+  for (int b = 0; b < B; b++) {
+    int n = off[b + 1] - off[b];
+    if (n < 0)
+      return intrus_error_set(err, INTRUS_ERR_INVALID, "order: sentence %d has length %d", b,
+                              n);
+    if (n > maxn) maxn = n;
+    if (scorer)
+      for (int i = off[b]; i < off[b + 1]; i++)
+        if (batch->tok[i] < 0 || batch->tok[i] >= scorer->vocab)
+          return intrus_error_set(err, INTRUS_ERR_INVALID,
+                                  "order: sentence %d has token %d outside the model's "
+                                  "vocabulary of %d",
+                                  b, (int)batch->tok[i], scorer->vocab);
+  }
+  size_t max_tok = 0, max_pairs = 0, max_slots = 0, max_pos = 0;
+  for (int t = 0; t < maxn; t++) {
+    size_t active = 0, pairs = 0;
+    for (int b = 0; b < B; b++) {
+      int n = off[b + 1] - off[b];
+      if (n <= t) continue;
+      active++;
+      pairs += (size_t)(t + 1) * (size_t)(n - t);
+    }
+    if (active * (size_t)t > max_tok) max_tok = active * (size_t)t;
+    if (pairs > max_pairs) max_pairs = pairs;
+    if (active * (size_t)(t + 1) > max_slots) max_slots = active * (size_t)(t + 1);
+    if (active * (size_t)(t + 2) > max_pos) max_pos = active * (size_t)(t + 2);
+  }
+  size_t total = (size_t)off[B] - (size_t)off[0];
+  const size_t V = scorer ? (size_t)scorer->vocab : 0;
+
+  struct greedy_buf g = {0};
+  g.part = malloc((total + 1) * sizeof *g.part);
+  g.rng = malloc((size_t)B * sizeof *g.rng);
+  g.sent = malloc((size_t)B * sizeof *g.sent);
+  g.soff = malloc(((size_t)B + 1) * sizeof *g.soff);
+  g.stok = malloc((max_tok + 1) * sizeof *g.stok);
+  g.pslot = malloc((max_pairs + 1) * sizeof *g.pslot);
+  g.ptok = malloc((max_pairs + 1) * sizeof *g.ptok);
+  g.pbeg = malloc(((size_t)B + 1) * sizeof *g.pbeg);
+  bool ok = g.part && g.rng && g.sent && g.soff && g.stok && g.pslot && g.ptok && g.pbeg;
+  if (ok && scorer) {
+    g.pq = malloc((max_pairs + 1) * sizeof *g.pq);
+    g.plogp = malloc((max_pairs + 1) * sizeof *g.plogp);
+    g.qstate = malloc((max_slots + 1) * sizeof *g.qstate);
+    g.qslot = malloc((max_slots + 1) * sizeof *g.qslot);
+    g.pos_logp = malloc((max_pos + 1) * sizeof *g.pos_logp);
+    g.tok_logp = malloc((max_slots * V + 1) * sizeof *g.tok_logp);
+    ok = g.pq && g.plogp && g.qstate && g.qslot && g.pos_logp && g.tok_logp;
+  }
+  if (!ok) {
+    greedy_free(&g);
+    return intrus_error_set(err, INTRUS_ERR_NOMEM,
+                            "order: out of memory for %d sentences (%zu tokens)", B, total);
+  }
+  /* A stream per sentence, keyed by its index only, so that a trajectory does not depend
+   * on the other sentences of the batch or on how many steps they take. */
+  for (int b = 0; b < B; b++) intrus_rng_seed(&g.rng[b], intrus_hash64(batch->seed, (uint64_t)b));
+
+  enum intrus_status st = INTRUS_OK;
+  for (int t = 0; t < maxn && st == INTRUS_OK; t++) {
+    /* The states: every sentence with tokens left to insert, each with t tokens. */
+    int S = 0;
+    g.soff[0] = 0;
+    for (int b = 0; b < B; b++) {
+      int n = off[b + 1] - off[b];
+      if (n <= t) continue;
+      g.sent[S] = b;
+      memcpy(g.stok + g.soff[S], g.part + (off[b] - off[0]), (size_t)t * sizeof *g.stok);
+      g.soff[S + 1] = g.soff[S] + t;
+      S++;
+    }
+
+    int P = 0, Q = 0;
+    for (int s = 0; s < S; s++) {
+      int b = g.sent[s], n = off[b + 1] - off[b];
+      int cap = (t + 1) * (n - t);
+      int np = intrus_ins_correct(batch->tok + off[b], n, g.part + (off[b] - off[0]), t,
+                                  g.pslot + P, g.ptok + P, cap);
+      /* The partial output only ever grows by correct insertions, so it stays a proper
+       * subsequence of the target: anything else is a bug in the oracle or in choose(). */
+      INTRUS_CHECK(np > 0 && np <= cap,
+                   "order: sentence %d step %d: the oracle gave %d correct pairs (cap %d)",
+                   b, t, np, cap);
+      g.pbeg[s] = P;
+      if (scorer)
+        for (int j = P; j < P + np; j++) {
+          /* Pairs are slot-major, so a slot's pairs are consecutive and share a query. */
+          if (j == P || g.pslot[j] != g.pslot[j - 1]) {
+            g.qstate[Q] = s;
+            g.qslot[Q] = g.pslot[j];
+            Q++;
+          }
+          g.pq[j] = Q - 1;
+        }
+      P += np;
+    }
+    g.pbeg[S] = P;
+
+    if (scorer) {
+      struct intrus_ins_states states = {S, g.sent, g.soff, g.stok};
+      st = scorer->positions(scorer->user, &states, g.pos_logp, err);
+      if (st == INTRUS_OK) st = scorer->tokens(scorer->user, Q, g.qstate, g.qslot, g.tok_logp, err);
+      if (st != INTRUS_OK) break;
+      for (int s = 0; s < S; s++) {
+        const float *pl = g.pos_logp + g.soff[s] + 2 * s;
+        for (int j = g.pbeg[s]; j < g.pbeg[s + 1]; j++)
+          g.plogp[j] = pl[g.pslot[j]] + g.tok_logp[(size_t)g.pq[j] * V + (size_t)g.ptok[j]];
+      }
+    }
+
+    for (int s = 0; s < S; s++) {
+      int b = g.sent[s], p0 = g.pbeg[s], np = g.pbeg[s + 1] - p0;
+      int c = choose(user, b, np, g.pslot + p0, g.ptok + p0, scorer ? g.plogp + p0 : NULL,
+                     &g.rng[b]);
+      INTRUS_CHECK(c >= 0 && c < np, "order: choose() returned %d of %d pairs", c, np);
+      struct intrus_ins_step step = {g.pslot[p0 + c], g.ptok[p0 + c]};
+      intrus_ins_apply(g.part + (off[b] - off[0]), t, step);
+      steps[off[b] + t] = step;
+    }
+  }
+  greedy_free(&g);
+  return st;
+}

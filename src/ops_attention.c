@@ -1,0 +1,309 @@
+/* Fused multi-head attention over packed segments (intrus_attention in tensor.h).
+ *
+ * Heads are column blocks of width Dh of q, k, v and of the result, so every product
+ * reads its operands in place through a leading dimension d: no split/merge copies.
+ * Consecutive segments whose query rows are contiguous and that share one key range
+ * (many partial outputs attending to one sentence's memory) are merged into one block,
+ * so that they make one taller product instead of many thin ones. Every row of a block
+ * sees a prefix of the block's keys: all of them, or with causal masking the first
+ * i + 1 for local query i of its segment.
+ *
+ * Threads: the products go through intrus_gemm from the calling thread only (OpenBLAS
+ * threads a product when it is large enough; running BLAS inside an OpenMP region would
+ * make the two thread pools fight over the cores, and intrus_gemm's flop counter is not
+ * thread-safe). The softmax, dropout and their gradients run under OpenMP, one row per
+ * thread start to finish with a fixed reduction order, and dropout masks are a pure
+ * function of the element index, so results do not depend on the thread count. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "intrus/blas.h"
+#include "intrus/rng.h"
+#include "intrus/tensor.h"
+#include "ops_internal.h"
+
+/* Segments merged into one product: query rows q0 .. q0+rows-1, key rows k0 ..
+ * k0+klen-1. Its weights are p_off .. p_off + H*rows*klen - 1 of the weight buffers,
+ * laid out [H, rows, klen]; its rows of those buffers are r0 .. r0 + H*rows - 1 of all
+ * blocks' rows in order. */
+struct attn_block {
+  long p_off, r0;
+  int q0, rows, k0, klen;
+};
+
+/* What backward needs (out->aux). */
+struct attn_saved {
+  int nblocks, heads;
+  long nrows;               /* sum of H * rows over blocks */
+  long np;                  /* weights: sum of H * rows * klen */
+  struct attn_block *block; /* [nblocks] */
+  int *vis;                 /* [N]: keys seen by each query row of a block (a prefix) */
+  float *p;                 /* [np] softmax weights */
+  float *pd;                /* [np] the weights after dropout, or p itself */
+  uint64_t key;             /* dropout stream */
+};
+
+enum { IP_HEADS, IP_DROPOUT_ON };
+enum { FP_SCALE, FP_P, FP_KEEP_SCALE };
+
+/* ---- rows ------------------------------------------------------------------------ */
+
+/* The block holding flat row r (blocks are in increasing r0). */
+static int block_of_row(const struct attn_saved *sv, long r) {
+  int lo = 0, hi = sv->nblocks - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (sv->block[mid].r0 <= r) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+/* One row of the weights: its offset in the buffers, its length and how many of its
+ * leading entries are visible. *b is a hint (the block of the previous row), advanced
+ * as the rows of [lo, hi) are walked in order. */
+struct attn_row {
+  long off;
+  int klen, vis;
+};
+
+static inline struct attn_row row_at(const struct attn_saved *sv, int *b, long r) {
+  while (r >= sv->block[*b].r0 + (long)sv->heads * sv->block[*b].rows) ++*b;
+  const struct attn_block *bk = &sv->block[*b];
+  const long hr = r - bk->r0;
+  return (struct attn_row){.off = bk->p_off + hr * bk->klen, .klen = bk->klen,
+                           .vis = sv->vis[bk->q0 + hr % bk->rows]};
+}
+
+/* ---- dropout of the weights -------------------------------------------------------- */
+
+/* As intrus_dropout over the flat [np] weight buffer: element e is kept when the top 24
+ * bits of intrus_hash32(intrus_hash64(key, e >> 32), low 32 bits of e) reach thr. */
+static inline bool keep_elem(uint64_t bkey, uint32_t c, int32_t thr) {
+  return (int32_t)(intrus_hash32(bkey, c) >> 8) >= thr;
+}
+
+/* pd[j] = keep(e0 + j) ? p[j] * scale : 0 for j < n; pd may be p (in place). */
+static void dropout_row(float *pd, const float *p, int n, uint64_t key,
+                        long e0, int32_t thr, float scale) {
+  long e1 = e0 + n - 1;
+  if ((e0 >> 32) == (e1 >> 32)) {
+    const uint64_t bkey = intrus_hash64(key, (uint64_t)e0 >> 32);
+    const uint32_t c0 = (uint32_t)e0;
+    OMP_SIMD
+    for (int j = 0; j < n; j++)
+      pd[j] = intrus_sel(keep_elem(bkey, c0 + (uint32_t)j, thr), p[j] * scale, 0.0f);
+  } else {
+    for (int j = 0; j < n; j++) {
+      long e = e0 + j;
+      bool k = keep_elem(intrus_hash64(key, (uint64_t)e >> 32), (uint32_t)e, thr);
+      pd[j] = k ? p[j] * scale : 0.0f;
+    }
+  }
+}
+
+/* ---- forward ------------------------------------------------------------------------ */
+
+/* Softmax over the first vis entries of one row of scores, in place; entries from vis
+ * on (masked) get 0. vis >= 1. */
+static void softmax_prefix(float *s, int klen, int vis) {
+  float mx = s[0];
+  for (int j = 1; j < vis; j++) mx = s[j] > mx ? s[j] : mx;
+  double sum = 0.0;
+  for (int j = 0; j < vis; j++) {
+    s[j] = expf(s[j] - mx);
+    sum += s[j];
+  }
+  const float inv = (float)(1.0 / sum);
+  OMP_SIMD
+  for (int j = 0; j < vis; j++) s[j] *= inv;
+  for (int j = vis; j < klen; j++) s[j] = 0.0f;
+}
+
+intrus_tensor *intrus_attention(intrus_ctx *ctx, intrus_tensor *q, intrus_tensor *k,
+                                intrus_tensor *v, int heads, const struct intrus_segments *seg,
+                                bool causal, float dropout) {
+  INTRUS_CHECK(q->ndim == 2 && k->ndim == 2 && v->ndim == 2,
+               "attention: q, k, v must be 2-D [rows, d] (got %d, %d, %d dims)", q->ndim,
+               k->ndim, v->ndim);
+  const int N = q->shape[0], d = q->shape[1], M = k->shape[0];
+  INTRUS_CHECK(k->shape[1] == d && v->shape[0] == M && v->shape[1] == d,
+               "attention: q [%d,%d], k [%d,%d], v [%d,%d]: k and v must be [M, %d]", N, d,
+               M, k->shape[1], v->shape[0], v->shape[1], d);
+  INTRUS_CHECK(heads > 0 && d % heads == 0, "attention: d %d not divisible by %d heads", d,
+               heads);
+  INTRUS_CHECK(dropout >= 0.0f && dropout < 1.0f, "attention: dropout %g outside [0, 1)",
+               (double)dropout);
+  INTRUS_CHECK(seg && seg->count >= 0, "attention: no segments");
+  const int H = heads, Dh = d / H;
+  const float scale = 1.0f / sqrtf((float)Dh);
+
+  /* Validate the segments and mark their query rows: 1 = in a segment without keys,
+   * 2 = in one with keys. A row in two segments has no single answer: a caller bug. */
+  uint8_t *mark = intrus_ctx_calloc(ctx, (size_t)N + 1);
+  int *vis = intrus_ctx_alloc(ctx, ((size_t)N + 1) * sizeof(int));
+  struct attn_block *block =
+      intrus_ctx_alloc(ctx, ((size_t)seg->count + 1) * sizeof(struct attn_block));
+  int nblocks = 0;
+  long np = 0, nrows = 0;
+  for (int s = 0; s < seg->count; s++) {
+    const int qb = seg->q_begin[s], ql = seg->q_len[s], kb = seg->k_begin[s],
+              kl = seg->k_len[s];
+    INTRUS_CHECK(ql >= 0 && kl >= 0 && qb >= 0 && kb >= 0 && qb <= N - ql && kb <= M - kl,
+                 "attention: segment %d (queries %d+%d, keys %d+%d) outside q [%d rows], "
+                 "k [%d rows]",
+                 s, qb, ql, kb, kl, N, M);
+    for (int i = 0; i < ql; i++) {
+      INTRUS_CHECK(!mark[qb + i], "attention: query row %d is in segment %d and an earlier one",
+                   qb + i, s);
+      mark[qb + i] = kl ? 2 : 1;
+      vis[qb + i] = causal ? (i + 1 < kl ? i + 1 : kl) : kl;
+    }
+    if (ql == 0 || kl == 0) continue;
+    struct attn_block *last = nblocks ? &block[nblocks - 1] : NULL;
+    if (last && last->q0 + last->rows == qb && last->k0 == kb && last->klen == kl) {
+      last->rows += ql;
+    } else {
+      block[nblocks++] = (struct attn_block){.q0 = qb, .rows = ql, .k0 = kb, .klen = kl};
+    }
+  }
+  for (int b = 0; b < nblocks; b++) {
+    block[b].p_off = np;
+    block[b].r0 = nrows;
+    np += (long)H * block[b].rows * block[b].klen;
+    nrows += (long)H * block[b].rows;
+  }
+
+  const int shape[2] = {N, d};
+  intrus_tensor *out = intrus_op_result(ctx, INTRUS_OP_ATTENTION, 2, shape, q, k, v);
+  const bool drop = intrus_ctx_training(ctx) && dropout > 0.0f;
+  struct attn_saved *sv = intrus_ctx_alloc(ctx, sizeof *sv);
+  *sv = (struct attn_saved){.nblocks = nblocks, .heads = H, .nrows = nrows, .np = np,
+                            .block = block, .vis = vis,
+                            .key = drop ? intrus_ctx_next_stream(ctx) : 0};
+  sv->p = intrus_ctx_alloc(ctx, (size_t)np * sizeof(float));
+  /* Backward needs the weights both before dropout (softmax gradient) and after (value
+   * gradient); without a backward, dropout overwrites them. */
+  sv->pd = drop && out->requires_grad ? intrus_ctx_alloc(ctx, (size_t)np * sizeof(float))
+                                      : sv->p;
+  out->aux = sv;
+  out->ip[IP_HEADS] = H;
+  out->ip[IP_DROPOUT_ON] = drop;
+  out->fp[FP_SCALE] = scale;
+  out->fp[FP_P] = dropout;
+  out->fp[FP_KEEP_SCALE] = drop ? 1.0f / (1.0f - dropout) : 1.0f;
+
+  for (int r = 0; r < N; r++)
+    if (mark[r] != 2) memset(out->data + (size_t)r * d, 0, (size_t)d * sizeof(float));
+
+  /* scores [H, rows, klen] = scale * Q_h K_h^T per block */
+  for (int b = 0; b < nblocks; b++) {
+    const struct attn_block *bk = &block[b];
+    intrus_gemm_batched(H, false, true, bk->rows, bk->klen, Dh, scale,
+                        q->data + (size_t)bk->q0 * d, d, Dh, k->data + (size_t)bk->k0 * d, d,
+                        Dh, 0.0f, sv->p + bk->p_off, bk->klen, (long)bk->rows * bk->klen);
+  }
+
+  const int32_t thr = (int32_t)ceilf(dropout * 16777216.0f);
+  const float keep_scale = out->fp[FP_KEEP_SCALE];
+  float *P = sv->p, *PD = sv->pd;
+  const uint64_t key = sv->key;
+  OMP_PARALLEL(np) {
+    long lo, hi;
+    intrus_omp_range(nrows, &lo, &hi);
+    int b = lo < hi ? block_of_row(sv, lo) : 0;
+    for (long r = lo; r < hi; r++) {
+      const struct attn_row w = row_at(sv, &b, r);
+      softmax_prefix(P + w.off, w.klen, w.vis);
+      if (drop) dropout_row(PD + w.off, P + w.off, w.klen, key, w.off, thr, keep_scale);
+    }
+  }
+
+  /* out_h [rows, Dh] = W_h [rows, klen] V_h [klen, Dh] per block */
+  for (int b = 0; b < nblocks; b++) {
+    const struct attn_block *bk = &block[b];
+    intrus_gemm_batched(H, false, false, bk->rows, Dh, bk->klen, 1.0f, PD + bk->p_off, bk->klen,
+                        (long)bk->rows * bk->klen, v->data + (size_t)bk->k0 * d, d, Dh, 0.0f,
+                        out->data + (size_t)bk->q0 * d, d, Dh);
+  }
+  return out;
+}
+
+/* ---- backward ------------------------------------------------------------------------ */
+
+/* With dW the gradient of the weights after dropout (in place in g): the gradient of the
+ * scores, g = P * (dP - sum_j dP_j P_j) over the visible entries and 0 elsewhere, where
+ * dP = dW * keep_scale where the entry was kept, 0 where dropped. An entry was dropped
+ * exactly when pd is 0 while p is not; where p is 0 its score gradient is 0 whichever
+ * it was, so testing pd alone is exact. */
+static void softmax_grad_row(float *restrict g, const float *restrict p,
+                             const float *restrict pd, int klen, int vis, bool drop,
+                             float keep_scale) {
+  if (drop)
+    for (int j = 0; j < vis; j++) g[j] = pd[j] != 0.0f ? g[j] * keep_scale : 0.0f;
+  double dot = 0.0;
+  for (int j = 0; j < vis; j++) dot += (double)g[j] * p[j];
+  const float dt = (float)dot;
+  OMP_SIMD
+  for (int j = 0; j < vis; j++) g[j] = p[j] * (g[j] - dt);
+  for (int j = vis; j < klen; j++) g[j] = 0.0f;
+}
+
+void intrus_attention_backward(intrus_ctx *ctx, intrus_tensor *out) {
+  intrus_tensor *q = out->src[0], *k = out->src[1], *v = out->src[2];
+  const struct attn_saved *sv = out->aux;
+  const int H = out->ip[IP_HEADS], d = q->shape[1], Dh = d / H;
+  const bool drop = out->ip[IP_DROPOUT_ON];
+  const float scale = out->fp[FP_SCALE], keep_scale = out->fp[FP_KEEP_SCALE];
+  const float *dO = out->grad;
+  if (sv->nblocks == 0) return;
+
+  /* dV_h [klen, Dh] += W_h^T dO_h; several blocks may share key rows, and adding them
+   * in block order keeps the sums reproducible. */
+  if (v->requires_grad) {
+    float *dv = intrus_tensor_grad(ctx, v);
+    for (int b = 0; b < sv->nblocks; b++) {
+      const struct attn_block *bk = &sv->block[b];
+      intrus_gemm_batched(H, true, false, bk->klen, Dh, bk->rows, 1.0f, sv->pd + bk->p_off,
+                          bk->klen, (long)bk->rows * bk->klen, dO + (size_t)bk->q0 * d, d, Dh,
+                          1.0f, dv + (size_t)bk->k0 * d, d, Dh);
+    }
+  }
+  if (!q->requires_grad && !k->requires_grad) return;
+
+  /* dW_h [rows, klen] = dO_h V_h^T, turned into the scores' gradient in place. */
+  float *G = intrus_ctx_alloc(ctx, (size_t)sv->np * sizeof(float));
+  for (int b = 0; b < sv->nblocks; b++) {
+    const struct attn_block *bk = &sv->block[b];
+    intrus_gemm_batched(H, false, true, bk->rows, bk->klen, Dh, 1.0f, dO + (size_t)bk->q0 * d, d,
+                        Dh, v->data + (size_t)bk->k0 * d, d, Dh, 0.0f, G + bk->p_off, bk->klen,
+                        (long)bk->rows * bk->klen);
+  }
+  const float *P = sv->p, *PD = sv->pd;
+  OMP_PARALLEL(sv->np) {
+    long lo, hi;
+    intrus_omp_range(sv->nrows, &lo, &hi);
+    int b = lo < hi ? block_of_row(sv, lo) : 0;
+    for (long r = lo; r < hi; r++) {
+      const struct attn_row w = row_at(sv, &b, r);
+      softmax_grad_row(G + w.off, P + w.off, PD + w.off, w.klen, w.vis, drop, keep_scale);
+    }
+  }
+
+  /* dQ_h += scale dS_h K_h;  dK_h += scale dS_h^T Q_h */
+  float *dq = q->requires_grad ? intrus_tensor_grad(ctx, q) : NULL;
+  float *dk = k->requires_grad ? intrus_tensor_grad(ctx, k) : NULL;
+  for (int b = 0; b < sv->nblocks; b++) {
+    const struct attn_block *bk = &sv->block[b];
+    const long sg = (long)bk->rows * bk->klen;
+    if (dq)
+      intrus_gemm_batched(H, false, false, bk->rows, Dh, bk->klen, scale, G + bk->p_off,
+                          bk->klen, sg, k->data + (size_t)bk->k0 * d, d, Dh, 1.0f,
+                          dq + (size_t)bk->q0 * d, d, Dh);
+    if (dk)
+      intrus_gemm_batched(H, true, false, bk->klen, Dh, bk->rows, scale, G + bk->p_off,
+                          bk->klen, sg, q->data + (size_t)bk->q0 * d, d, Dh, 1.0f,
+                          dk + (size_t)bk->k0 * d, d, Dh);
+  }
+}

@@ -1,0 +1,389 @@
+/* INTRUS end to end: an insertion model learns the copy task through each order policy
+ * (trained by phases from an experiment file) and then writes it with insertion beam
+ * search; a phased run stopped and resumed logs the same losses as an uninterrupted
+ * one; on a tiny real model, beam search with a beam as large as the space finds what
+ * exhaustive search finds; experiment errors name the setting. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "insertion_model.h"
+#include "intrus/checkpoint.h"
+#include "intrus/rng.h"
+#include "intrus/train.h"
+#include "testutil.h"
+
+#define MAX_STEPS 512
+#define VOCAB 12
+
+struct trace {
+  double loss[MAX_STEPS + 1];
+  long last;
+};
+
+static void record(long step, double loss, void *user) {
+  struct trace *t = user;
+  if (step <= MAX_STEPS) t->loss[step] = loss;
+  t->last = step;
+}
+
+static char tmpdir[256];
+
+static enum intrus_status train_text(const char *cfg_text, const char *run, long max_steps,
+                                     struct trace *tr, struct intrus_train_result *res,
+                                     struct intrus_error *err) {
+  struct intrus_config *cfg = intrus_config_load_string(cfg_text, "toy.cfg", err);
+  if (!cfg) return err->status;
+  struct intrus_plugin_search *s = intrus_plugin_search_create();
+  intrus_plugin_search_add_defaults(s);
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/%s", tmpdir, run);
+  struct intrus_train_options opt = {.run_dir = dir, .search = s, .max_steps = max_steps,
+                                     .on_step = record, .user = tr};
+  enum intrus_status st = intrus_train(cfg, &opt, res, err);
+  intrus_plugin_search_free(s);
+  intrus_config_free(cfg);
+  return st;
+}
+
+/* The model of cfg_text with the parameters of run's checkpoint (NULL run: as
+ * initialised). */
+static struct intrus_model *load_model(const char *cfg_text, const char *run,
+                                       struct intrus_plugin_search **search) {
+  struct intrus_error err = {0};
+  struct intrus_config *cfg = intrus_config_load_string(cfg_text, "toy.cfg", &err);
+  const intrus_cfg *mg = NULL;
+  struct intrus_model *m = NULL;
+  *search = intrus_plugin_search_create();
+  intrus_plugin_search_add_defaults(*search);
+  enum intrus_status st = cfg ? intrus_cfg_group_req(intrus_config_root(cfg), "model", &mg, &err)
+                              : INTRUS_ERR_CONFIG;
+  if (!st) st = intrus_model_create(mg, *search, VOCAB, VOCAB, 7, &m, &err);
+  if (!st && run) {
+    char path[600];
+    struct intrus_ckpt *ck = NULL;
+    snprintf(path, sizeof path, "%s/%s/checkpoint.ckpt", tmpdir, run);
+    st = intrus_ckpt_read(path, false, 0, &ck, &err);
+    if (!st) st = intrus_ckpt_get_params(ck, intrus_model_params(m), false, &err);
+    intrus_ckpt_free(ck);
+  }
+  EXPECT(st == INTRUS_OK, "loading the model: %s", err.msg);
+  intrus_config_free(cfg);
+  return st ? NULL : m;
+}
+
+/* Share of n random strings the model copies exactly with insertion beam search. */
+static double copy_accuracy(struct intrus_model *m, int n, int beam) {
+  enum { L = 6 };
+  struct intrus_rng r;
+  intrus_rng_seed(&r, 99);
+  int32_t *src = calloc((size_t)n * L, sizeof *src);
+  int *lens = calloc((size_t)n, sizeof *lens), *max_steps = calloc((size_t)n, sizeof *max_steps);
+  for (int b = 0; b < n; b++) {
+    lens[b] = 2 + (int)intrus_rng_below(&r, L - 1);
+    for (int j = 0; j < lens[b]; j++)
+      src[b * L + j] = INTRUS_NUM_SPECIAL + (int32_t)intrus_rng_below(&r, VOCAB - INTRUS_NUM_SPECIAL);
+    max_steps[b] = 2 * lens[b] + 3;
+  }
+  struct intrus_src_batch sb = {.batch = n, .len = L, .tokens = src, .lens = lens};
+  intrus_ctx *ctx = intrus_ctx_create(0);
+  struct ins_model_scorer sc;
+  struct intrus_ins_hyp *h = calloc((size_t)n, sizeof *h);
+  struct intrus_error err = {0};
+  struct intrus_ins_search_opts o = intrus_ins_search_defaults();
+  o.beam = beam;
+  enum intrus_status st = ins_scorer_open(&sc, m, ctx, &sb, &err);
+  if (!st) st = intrus_ins_beam_search(&sc.sc, n, max_steps, &o, h, NULL, &err);
+  ins_scorer_close(&sc);
+  EXPECT(st == INTRUS_OK, "search: %s", err.msg);
+  int right = 0;
+  for (int b = 0; b < n && !st; b++) {
+    right += h[b].len == lens[b] && memcmp(h[b].tokens, src + b * L, (size_t)lens[b] * 4) == 0;
+    /* the trajectory replays to the output */
+    int32_t out[64] = {0};
+    for (int t = 0; t < h[b].len && t < 64; t++) intrus_ins_apply(out, t, h[b].steps[t]);
+    EXPECT(h[b].len < 64 && memcmp(out, h[b].tokens, (size_t)h[b].len * 4) == 0,
+           "sentence %d: trajectory does not replay to the output", b);
+  }
+  for (int b = 0; b < n; b++) intrus_ins_hyp_free(&h[b]);
+  free(h);
+  intrus_ctx_destroy(ctx);
+  free(src);
+  free(lens);
+  free(max_steps);
+  return (double)right / n;
+}
+
+static char *replace(const char *text, const char *from, const char *to) {
+  const char *at = strstr(text, from);
+  if (!at) return NULL;
+  size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+  char *out = malloc(n);
+  snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+  return out;
+}
+
+/* The experiment with its phases replaced. */
+static char *with_phases(const char *cfg, const char *phases) {
+  const char *a = strstr(cfg, "phases = (");
+  const char *b = a ? strstr(a, ");") : NULL;
+  if (!b) return NULL;
+  size_t n = strlen(cfg) + strlen(phases) + 1;
+  char *out = malloc(n);
+  snprintf(out, n, "%.*s%s%s", (int)(a - cfg), cfg, phases, b + 2);
+  return out;
+}
+
+/* Each policy teaches the copy task. A model trained only on left-to-right (or
+ * right-to-left) states never sees the other states insertion search visits, so those
+ * two policies pretrain and a sampled phase follows (the paper's "left-to-right
+ * pretraining" strategy); their own phase must still fit its states. */
+static void test_policies(const char *cfg) {
+  static const char *const phases[][2] = {
+      {"uniform", "{ order = { plugin = \"uniform\"; }; steps = 500; }"},
+      {"sampled", "{ order = { plugin = \"sampled\"; }; steps = 500; }"},
+      {"argmax", "{ order = { plugin = \"argmax\"; beam = 4; }; steps = 500; }"},
+      {"l2r", "{ order = { plugin = \"l2r\"; }; steps = 250; }, "
+              "{ order = { plugin = \"sampled\"; }; steps = 250; }"},
+      {"r2l", "{ order = { plugin = \"r2l\"; }; steps = 250; }, "
+              "{ order = { plugin = \"sampled\"; }; steps = 250; }"}};
+  for (int i = 0; i < 5; i++) {
+    char list[512];
+    snprintf(list, sizeof list, "phases = (%s);", phases[i][1]);
+    char *text = with_phases(cfg, list);
+    struct trace tr = {0};
+    struct intrus_train_result res;
+    struct intrus_error err = {0};
+    const char *name = phases[i][0];
+    enum intrus_status st = train_text(text, name, 0, &tr, &res, &err);
+    EXPECT(st == INTRUS_OK, "%s: %s", name, err.msg);
+    EXPECT(res.steps_done == 500, "%s: %ld steps", name, res.steps_done);
+    EXPECT(tr.loss[250] < 0.25 * tr.loss[1], "%s: loss %.4f -> %.4f at step 250", name,
+           tr.loss[1], tr.loss[250]);
+    struct intrus_plugin_search *s;
+    struct intrus_model *m = load_model(text, name, &s);
+    if (m) {
+      double acc = copy_accuracy(m, 48, 4);
+      printf("policy %-8s loss %.3f -> %.4f (step 250) -> %.4f, copies %.0f%% of 48 strings\n",
+             name, tr.loss[1], tr.loss[250], tr.loss[500], 100 * acc);
+      EXPECT(acc >= 0.8, "%s: copies %.2f", name, acc);
+    }
+    intrus_model_destroy(m);
+    intrus_plugin_search_free(s);
+    free(text);
+  }
+}
+
+static void test_phases_resume(const char *cfg) {
+  struct trace full = {0}, part = {0};
+  struct intrus_train_result res;
+  struct intrus_error err = {0};
+  enum intrus_status st = train_text(cfg, "phased", 0, &full, &res, &err);
+  EXPECT(st == INTRUS_OK, "%s", err.msg);
+  EXPECT(res.steps_done == 400, "steps %ld", res.steps_done);
+  struct intrus_plugin_search *s;
+  struct intrus_model *m = load_model(cfg, "phased", &s);
+  if (m) {
+    double acc = copy_accuracy(m, 64, 4);
+    printf("phased (uniform pretraining, then sampled): copies %.0f%% of 64 strings\n", 100 * acc);
+    EXPECT(acc >= 0.9, "copies %.2f", acc);
+  }
+  intrus_model_destroy(m);
+  intrus_plugin_search_free(s);
+  /* stop inside phase 1, then inside phase 2 (with its optimizer restart), resume */
+  static const long stops[] = {150, 260, 0};
+  for (int i = 0; i < 3; i++) {
+    st = train_text(cfg, "resumed", stops[i], &part, &res, &err);
+    EXPECT(st == INTRUS_OK, "%s", err.msg);
+  }
+  int same = 1;
+  for (int k = 1; k <= 400; k++) same &= full.loss[k] == part.loss[k];
+  EXPECT(same, "resumed phased run logs other losses than the uninterrupted one");
+  EXPECT(part.last == 400, "resumed run ended at %ld", part.last);
+}
+
+static void test_restart_and_plateau(const char *cfg) {
+  char *text = with_phases(
+      cfg, "phases = ({ name = \"a\"; order = { plugin = \"uniform\"; }; loss = \"uniform\"; "
+           "steps = 100; }, { name = \"b\"; order = { plugin = \"l2r\"; }; steps = 1000; "
+           "until = \"plateau\"; patience = 1; restart_optimizer = true; });");
+  char *t2 = replace(text, "valid_every = 100;", "valid_every = 20;");
+  struct trace tr = {0};
+  struct intrus_train_result res;
+  struct intrus_error err = {0};
+  enum intrus_status st = train_text(t2, "plateau", 0, &tr, &res, &err);
+  EXPECT(st == INTRUS_OK, "%s", err.msg);
+  EXPECT(res.steps_done > 100 && res.steps_done < 1100,
+         "a plateau phase with patience 1 should end before its 1000 steps: %ld",
+         res.steps_done);
+  free(text);
+  free(t2);
+}
+
+/* Exhaustive search over every string of up to 3 tokens (8 real tokens: 585 strings),
+ * summing over all insertion paths, on an untrained model (spread-out distributions). */
+#define EX_MAX 3
+static int key_of(const int32_t *s, int k) {
+  int key = 0;
+  for (int j = 0; j < k; j++) key = key * 8 + (s[j] - INTRUS_NUM_SPECIAL);
+  return key;
+}
+
+static double logaddexp(double a, double b) {
+  if (a == -INFINITY) return b;
+  if (b == -INFINITY) return a;
+  double m = a > b ? a : b;
+  return m + log(exp(a - m) + exp(b - m));
+}
+
+static void test_beam_equals_exhaustive(const char *cfg) {
+  struct intrus_plugin_search *s;
+  struct intrus_model *m = load_model(cfg, NULL, &s);
+  if (!m) {
+    intrus_plugin_search_free(s);
+    return;
+  }
+  int32_t src[2 * 4] = {4, 5, 6, 7, 9, 8, 0, 0};
+  int lens[2] = {4, 2}, max_steps[2] = {EX_MAX, EX_MAX};
+  struct intrus_src_batch sb = {.batch = 2, .len = 4, .tokens = src, .lens = lens};
+  intrus_ctx *ctx = intrus_ctx_create(0);
+  struct ins_model_scorer sc;
+  struct intrus_error err = {0};
+  enum intrus_status st = ins_scorer_open(&sc, m, ctx, &sb, &err);
+  EXPECT(st == INTRUS_OK, "%s", err.msg);
+  int nstr[EX_MAX + 1] = {1, 8, 64, 512};
+  for (int b = 0; b < 2 && !st; b++) {
+    double *logp[EX_MAX + 1];
+    for (int k = 0; k <= EX_MAX; k++) {
+      logp[k] = malloc((size_t)nstr[k] * sizeof(double));
+      for (int i = 0; i < nstr[k]; i++) logp[k][i] = -INFINITY;
+    }
+    logp[0][0] = 0.0;
+    /* [0]: any length may finish; [1]: min_len = EX_MAX (only full-length strings) */
+    double best[2] = {-INFINITY, -INFINITY};
+    int best_k[2] = {-1, -1}, best_key[2] = {-1, -1};
+    for (int k = 0; k <= EX_MAX; k++)
+      for (int key = 0; key < nstr[k]; key++) {
+        int32_t str[EX_MAX + 1];
+        for (int j = k - 1, x = key; j >= 0; j--, x /= 8) str[j] = INTRUS_NUM_SPECIAL + x % 8;
+        int off[2] = {0, k}, sent = b;
+        struct intrus_ins_states one = {.count = 1, .sent = &sent, .off = off, .tok = str};
+        float pos[EX_MAX + 2], tok[(EX_MAX + 1) * VOCAB];
+        int states[EX_MAX + 1] = {0}, slots[EX_MAX + 1];
+        for (int i = 0; i <= k; i++) slots[i] = i;
+        st = sc.sc.positions(sc.sc.user, &one, pos, &err);
+        if (!st) st = sc.sc.tokens(sc.sc.user, k + 1, states, slots, tok, &err);
+        if (st) break;
+        double fin = (logp[k][key] + pos[k + 1]) / (k + 1);
+        for (int v = 0; v < 2; v++)
+          if ((v == 0 || k == EX_MAX) && fin > best[v]) best[v] = fin, best_k[v] = k, best_key[v] = key;
+        if (k == EX_MAX) continue;
+        for (int i = 0; i <= k; i++)
+          for (int c = INTRUS_NUM_SPECIAL; c < VOCAB; c++) {
+            int32_t next[EX_MAX + 1];
+            memcpy(next, str, (size_t)i * 4);
+            next[i] = c;
+            memcpy(next + i + 1, str + i, (size_t)(k - i) * 4);
+            int nk = key_of(next, k + 1);
+            logp[k + 1][nk] = logaddexp(logp[k + 1][nk], logp[k][key] + pos[i] + tok[i * VOCAB + c]);
+          }
+      }
+    EXPECT(st == INTRUS_OK, "%s", err.msg);
+    for (int run = 0; run < 4 && !st; run++) {
+      int prune = run & 1, v = run >> 1;
+      struct intrus_ins_search_opts o = {.beam = 600, .alpha = 1.0f, .prune = prune,
+                                         .min_len = v ? EX_MAX : 0};
+      struct intrus_ins_hyp h[2] = {{0}};
+      st = intrus_ins_beam_search(&sc.sc, 2, max_steps, &o, h, NULL, &err);
+      EXPECT(st == INTRUS_OK, "%s", err.msg);
+      EXPECT(h[b].len == best_k[v] && key_of(h[b].tokens, h[b].len) == best_key[v],
+             "sentence %d prune %d min_len %d: beam found length %d key %d, exhaustive %d key %d",
+             b, prune, o.min_len, h[b].len, key_of(h[b].tokens, h[b].len), best_k[v], best_key[v]);
+      EXPECT(fabs(h[b].score - best[v]) <= 1e-4 * fabs(best[v]), "score %.8f vs exhaustive %.8f",
+             h[b].score, best[v]);
+      intrus_ins_hyp_free(&h[0]);
+      intrus_ins_hyp_free(&h[1]);
+    }
+    printf("sentence %d: exhaustive best of %d strings has %d tokens, score %.5f; of the "
+           "512 of length 3: score %.5f\n", b, 1 + 8 + 64 + 512, best_k[0], best[0], best[1]);
+    for (int k = 0; k <= EX_MAX; k++) free(logp[k]);
+  }
+  ins_scorer_close(&sc);
+  intrus_ctx_destroy(ctx);
+  intrus_model_destroy(m);
+  intrus_plugin_search_free(s);
+}
+
+static void test_config_errors(const char *cfg) {
+  struct trace tr = {0};
+  struct intrus_train_result res;
+  struct intrus_error err = {0};
+  /* an insertion decoder without phases */
+  char *a = with_phases(cfg, "steps = 10;");
+  EXPECT(train_text(a, "e1", 0, &tr, &res, &err) == INTRUS_ERR_CONFIG, "no phases accepted");
+  EXPECT_CONTAINS(err.msg, "phases");
+  free(a);
+  /* phases with the autoregressive decoder */
+  a = replace(cfg, "plugin = \"insertion\";", "plugin = \"autoregressive\";");
+  EXPECT(train_text(a, "e2", 0, &tr, &res, &err) == INTRUS_ERR_CONFIG, "phases accepted");
+  EXPECT_CONTAINS(err.msg, "insertion decoders");
+  free(a);
+  /* an unknown policy: the error lists the available ones and points at the line */
+  a = replace(cfg, "plugin = \"sampled\";", "plugin = \"sampeld\";");
+  EXPECT(train_text(a, "e3", 0, &tr, &res, &err) != INTRUS_OK, "unknown policy accepted");
+  EXPECT_CONTAINS(err.msg, "toy.cfg:");
+  EXPECT_CONTAINS(err.msg, "sampeld");
+  EXPECT_CONTAINS(err.msg, "uniform");
+  free(a);
+  /* a bad loss name */
+  a = replace(cfg, "loss = \"main\";", "loss = \"mian\";");
+  EXPECT(train_text(a, "e4", 0, &tr, &res, &err) == INTRUS_ERR_CONFIG, "bad loss accepted");
+  EXPECT_CONTAINS(err.msg, "mian");
+  free(a);
+  /* model.order with an insertion decoder */
+  a = replace(cfg, "d_model = 32;", "d_model = 32; order = \"r2l\";");
+  EXPECT(train_text(a, "e5", 0, &tr, &res, &err) == INTRUS_ERR_CONFIG, "order accepted");
+  EXPECT_CONTAINS(err.msg, "order");
+  free(a);
+}
+
+static char *read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  size_t got = fread(buf, 1, (size_t)n, f);
+  buf[got] = '\0';
+  fclose(f);
+  return buf;
+}
+
+int main(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/intrus-test-intrus-XXXXXX");
+  if (!mkdtemp(tmpdir)) {
+    perror("mkdtemp");
+    return 1;
+  }
+  char path[600];
+  snprintf(path, sizeof path, "%s/experiments/toy-intrus.cfg", test_srcdir());
+  char *cfg = read_file(path);
+  if (!cfg) {
+    fprintf(stderr, "cannot read %s\n", path);
+    return 1;
+  }
+  test_beam_equals_exhaustive(cfg);
+  test_config_errors(cfg);
+  test_phases_resume(cfg);
+  test_restart_and_plateau(cfg);
+  test_policies(cfg);
+  free(cfg);
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+  return test_finish("test_intrus");
+}
