@@ -247,7 +247,7 @@ static void bench_decoding(struct intrus_plugin_search *s) {
       }
   double all = stats.positions_s + stats.tokens_s + stats.select_s;
   printf("    insertion search time: %.0f%% decoder (positions), %.0f%% token softmax, %.0f%% "
-         "selection; token softmax computed at %ld of %ld slots (%.1f%%) thanks to pruning\n",
+         "selection; token softmax computed at %ld of %ld slots (%.1f%%; the rest pruned)\n",
          100 * stats.positions_s / all, 100 * stats.tokens_s / all, 100 * stats.select_s / all,
          stats.slots_scored, stats.slots_total,
          100.0 * stats.slots_scored / (stats.slots_total ? stats.slots_total : 1));
