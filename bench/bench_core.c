@@ -19,15 +19,11 @@
 #include <omp.h>
 #endif
 
+#include "bench_util.h"
 #include "intrus/blas.h"
 #include "intrus/tensor.h"
 #include "intrus/nn.h"
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* Repeats fn until at least min_s have passed and it ran at least 5 times (after one
  * warm-up call); returns the best time of one call, which is the least disturbed by

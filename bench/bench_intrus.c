@@ -19,34 +19,11 @@
 #include <time.h>
 
 #include "insertion_model.h"
+#include "bench_util.h"
 #include "intrus/blas.h"
 #include "intrus/optim.h"
 #include "intrus/rng.h"
 #include "intrus/search.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static double sgemm_peak(void) {
-  const int n = 2048;
-  float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n);
-  float *c = malloc(sizeof(float) * n * n);
-  for (int i = 0; i < n * n; i++) a[i] = b[i] = (float)(i % 7) * 0.1f;
-  double best = 1e30;
-  for (int r = 0; r < 4; r++) {
-    double t0 = now_s();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
-    double t = now_s() - t0;
-    if (t < best) best = t;
-  }
-  free(a);
-  free(b);
-  free(c);
-  return 2.0 * n * n * n / best / 1e9;
-}
 
 static void die(const char *what, const struct intrus_error *err) {
   fprintf(stderr, "bench_intrus: %s: %s\n", what, err->msg);

@@ -1,0 +1,35 @@
+/* What the benchmarks share: a monotonic clock and the cblas_sgemm peak they report
+ * their fractions against (measured in the same run, under the same environment). */
+#ifndef INTRUS_BENCH_UTIL_H
+#define INTRUS_BENCH_UTIL_H
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <time.h>
+
+static inline double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* GFLOP/s of the best of four 2048^3 products. */
+static inline double sgemm_peak(void) {
+  const int n = 2048;
+  float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n);
+  float *c = malloc(sizeof(float) * n * n);
+  for (int i = 0; i < n * n; i++) a[i] = b[i] = (float)(i % 7) * 0.1f;
+  double best = 1e30;
+  for (int r = 0; r < 4; r++) {
+    double t0 = now_s();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    double t = now_s() - t0;
+    if (t < best) best = t;
+  }
+  free(a);
+  free(b);
+  free(c);
+  return 2.0 * n * n * n / best / 1e9;
+}
+
+#endif
