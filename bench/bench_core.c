@@ -59,9 +59,11 @@ static int bench_matmul(intrus_ctx *ctx) {
     fill(A, (size_t)M * K, 1);
     fill(B, (size_t)K * N, 2);
     double t_raw, t_op;
+    raw_sgemm_threads(1);
     TIME_BEST(t_raw, 0.5,
               cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N,
                           0.0f, C, N));
+    raw_sgemm_threads(0);
     intrus_ctx_set_grad(ctx, false);
     int sa[2] = {M, K}, sb[2] = {K, N};
     intrus_ctx_reset(ctx);

@@ -1,32 +1,165 @@
-/* The only file that calls BLAS. */
+/* The only file that calls BLAS.
+ *
+ * Threads: OpenBLAS runs single-threaded and intrus splits each product across the
+ * OpenMP threads itself. With two thread pools (OpenBLAS's and OpenMP's) on the same
+ * cores, whichever pool just finished spins or yields while the other works; on a
+ * virtual machine every sched_yield is a trap, and bench/bench_train lost a third of its
+ * throughput to it. One pool, shared by the products and the element-wise ops, has
+ * nothing to fight. Each thread computes a block of rows (or columns) of C with its own
+ * single-threaded cblas_sgemm. As with OpenBLAS's own threading, where the blocks end
+ * decides which micro-kernel computes an element, so the last bits of a product depend
+ * on the thread count (the same thread count gives the same bits). */
 #include <cblas.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "intrus/blas.h"
 
-/* Only the calling thread issues GEMMs (OpenBLAS threads inside), so a plain counter. */
+/* Products may be issued from inside parallel regions (attention's per-head pieces),
+ * so the counter is updated atomically. */
 static double flops_issued;
+static int gemm_threads;
+static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
 
-double intrus_blas_flops(void) { return flops_issued; }
+/* Products with fewer multiply-adds than this run on the calling thread alone: waking a
+ * second thread costs more than it saves (OpenBLAS draws the line at 2^18 as well). */
+#define SPLIT_MIN_MACS (1 << 18)
+/* Blocks of C rows/columns are multiples of this, the micro-kernels' widest tile. */
+#define SPLIT_ALIGN 16
+
+double intrus_blas_flops(void) {
+  double f;
+#ifdef _OPENMP
+#pragma omp atomic read
+#endif
+  f = flops_issued;
+  return f;
+}
+
+static void threads_init(void) {
+#ifdef _OPENMP
+  gemm_threads = omp_get_max_threads();
+#else
+  gemm_threads = 1;
+#endif
+  openblas_set_num_threads(1);
+}
+
+static int threads_now(void) {
+  pthread_once(&threads_once, threads_init);
+  return gemm_threads;
+}
+
+static void count_flops(double f) {
+#ifdef _OPENMP
+#pragma omp atomic
+#endif
+  flops_issued += f;
+}
+
+static void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                  const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                  int ldc) {
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C,
+              ldc);
+}
+
+/* Block t of nt of [0, n), boundaries rounded to SPLIT_ALIGN. */
+static void split_range(int n, int t, int nt, int *lo, int *hi) {
+  int64_t a = (int64_t)n * t / nt, b = (int64_t)n * (t + 1) / nt;
+  if (t > 0) a = (a + SPLIT_ALIGN / 2) / SPLIT_ALIGN * SPLIT_ALIGN;
+  if (t + 1 < nt) b = (b + SPLIT_ALIGN / 2) / SPLIT_ALIGN * SPLIT_ALIGN;
+  if (a > n) a = n;
+  if (b > n) b = n;
+  *lo = (int)a;
+  *hi = (int)(b > a ? b : a);
+}
+
+/* Thread t's share: a block of rows of C when M is the longer side, else of columns. */
+static void gemm_part(int t, int nt, bool trans_a, bool trans_b, int M, int N, int K,
+                      float alpha, const float *A, int lda, const float *B, int ldb,
+                      float beta, float *C, int ldc) {
+  int lo, hi;
+  if (M >= N) {
+    split_range(M, t, nt, &lo, &hi);
+    if (hi > lo)
+      sgemm(trans_a, trans_b, hi - lo, N, K, alpha,
+            trans_a ? A + lo : A + (size_t)lo * lda, lda, B, ldb, beta,
+            C + (size_t)lo * ldc, ldc);
+  } else {
+    split_range(N, t, nt, &lo, &hi);
+    if (hi > lo)
+      sgemm(trans_a, trans_b, M, hi - lo, K, alpha, A, lda,
+            trans_b ? B + (size_t)lo * ldb : B + lo, ldb, beta, C + lo, ldc);
+  }
+}
+
+static bool run_alone(int nt, double macs) {
+#ifdef _OPENMP
+  return nt < 2 || macs < SPLIT_MIN_MACS || omp_in_parallel();
+#else
+  (void)nt;
+  (void)macs;
+  return true;
+#endif
+}
 
 void intrus_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                  const float *A, int lda, const float *B, int ldb, float beta,
                  float *C, int ldc) {
   if (M == 0 || N == 0) return;
-  flops_issued += 2.0 * M * N * K;
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C,
-              ldc);
+  const double macs = (double)M * N * K;
+  const int nt = threads_now();
+  count_flops(2.0 * macs);
+  if (run_alone(nt, macs)) {
+    sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return;
+  }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt)
+  gemm_part(omp_get_thread_num(), omp_get_num_threads(), trans_a, trans_b, M, N, K, alpha,
+            A, lda, B, ldb, beta, C, ldc);
+#endif
 }
 
 void intrus_gemm_batched(int count, bool trans_a, bool trans_b, int M, int N, int K,
                          float alpha, const float *A, int lda, long stride_a,
                          const float *B, int ldb, long stride_b, float beta, float *C,
                          int ldc, long stride_c) {
+  if (count <= 0 || M == 0 || N == 0) return;
+  const double macs = (double)M * N * K;
+  const int nt = threads_now();
+  /* Whole products per thread when they divide evenly (or are many): no product is cut
+   * into thin blocks, and there is one parallel region for the lot. */
+  if (count >= 4 * nt || (count >= nt && count % nt == 0)) {
+    count_flops(2.0 * macs * count);
+    if (run_alone(nt, macs * count)) {
+      for (int i = 0; i < count; i++)
+        sgemm(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb,
+              beta, C + i * stride_c, ldc);
+      return;
+    }
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int i = 0; i < count; i++)
+      sgemm(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb,
+            beta, C + i * stride_c, ldc);
+#endif
+    return;
+  }
   for (int i = 0; i < count; i++)
     intrus_gemm(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b,
                 ldb, beta, C + i * stride_c, ldc);
 }
 
 const char *intrus_blas_corename(void) { return openblas_get_corename(); }
-int intrus_blas_threads(void) { return openblas_get_num_threads(); }
-void intrus_blas_set_threads(int n) { openblas_set_num_threads(n); }
+int intrus_blas_threads(void) { return threads_now(); }
+void intrus_blas_set_threads(int n) {
+  threads_now();
+  gemm_threads = n > 0 ? n : 1;
+}

@@ -8,12 +8,12 @@
  * sees a prefix of the block's keys: all of them, or with causal masking the first
  * i + 1 for local query i of its segment.
  *
- * Threads: the products go through intrus_gemm from the calling thread only (OpenBLAS
- * threads a product when it is large enough; running BLAS inside an OpenMP region would
- * make the two thread pools fight over the cores, and intrus_gemm's flop counter is not
- * thread-safe). The softmax, dropout and their gradients run under OpenMP, one row per
- * thread start to finish with a fixed reduction order, and dropout masks are a pure
- * function of the element index, so results do not depend on the thread count. */
+ * Threads: the forward hands out (block, head) pieces, the backward heads, to the OpenMP
+ * threads; each piece's small products run single-threaded inside it (intrus_gemm does
+ * not split a product from within a parallel region). Softmax rows are summed by one
+ * thread start to finish (vectorised, so the order of a sum depends on the ISA the CPU
+ * has, as sgemm's results do), and dropout masks are a pure function of the element
+ * index, so results do not depend on the thread count. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -76,50 +76,153 @@ static inline struct attn_row row_at(const struct attn_saved *sv, int *b, long r
                            .vis = sv->vis[bk->q0 + hr % bk->rows]};
 }
 
-/* ---- dropout of the weights -------------------------------------------------------- */
+/* ---- row kernels ----------------------------------------------------------------- */
+
+/* The row loops below vectorise only if these are inlined into the ISA-specific clones
+ * of their callers, which GCC does not do for every plain inline function. */
+#if defined(__GNUC__)
+#define ROW_INLINE static inline __attribute__((always_inline))
+#else
+#define ROW_INLINE static inline
+#endif
+
+#ifdef _OPENMP
+#define SIMD_REDUCE(op, var) INTRUS_PRAGMA(omp simd reduction(op : var))
+#else
+#define SIMD_REDUCE(op, var)
+#endif
+/* Clang vectorises no float max reduction without -ffast-math, and warns when asked to
+ * (an error under -Werror): it gets the plain loop. */
+#if defined(_OPENMP) && !defined(__clang__)
+#define SIMD_MAX(var) INTRUS_PRAGMA(omp simd reduction(max : var))
+#else
+#define SIMD_MAX(var)
+#endif
+
+/* e^y for y <= 0 (a score minus its row's maximum) in float arithmetic without branches
+ * or calls, so that the softmax loop vectorises: libm's expf, called per element, made
+ * the softmax of long rows cost as much as the products around it. y = k ln2 + r with k
+ * found by the 1.5 * 2^23 rounding trick and 2^k built in the exponent bits; exp(r) on
+ * |r| <= ln2 / 2 by the degree-6 polynomial of ops_elementwise.c's gelu (error 2e-9),
+ * a few ulp in all. Below -87 (where 2^k leaves the normal range and e^y < 1.7e-38) it
+ * gives 0; NaN stays NaN. No fused multiply-adds (ISO C mode does not contract), so
+ * every ISA clone gives the same values. */
+ROW_INLINE float exp_nonpos(float y) {
+  const float magic = 12582912.0f;
+  const float yc = intrus_sel(y > -87.0f, y, -87.0f);
+  const float kf = yc * 1.44269504088896341f + magic, k = kf - magic;
+  const float r = (yc - k * 0.693359375f) + k * 2.12194440e-4f;
+  const float r2 = r * r, r4 = r2 * r2;
+  const float p = (1.394110848e-03f * r2 + (8.375125937e-03f * r + 4.166635126e-02f)) * r4 +
+                  ((1.666641533e-01f * r + 0.5f) * r2 + (r + 1.0f));
+  union {
+    float f;
+    uint32_t u;
+  } kb = {kf}, scale;
+  scale.u = (kb.u - 0x4b400000u + 127u) << 23; /* kb.u - bits(magic) = k */
+  return intrus_sel(y > -87.0f, p * scale.f, intrus_sel(y != y, y, 0.0f));
+}
 
 /* As intrus_dropout over the flat [np] weight buffer: element e is kept when the top 24
  * bits of intrus_hash32(intrus_hash64(key, e >> 32), low 32 bits of e) reach thr. */
-static inline bool keep_elem(uint64_t bkey, uint32_t c, int32_t thr) {
+ROW_INLINE bool keep_elem(uint64_t bkey, uint32_t c, int32_t thr) {
   return (int32_t)(intrus_hash32(bkey, c) >> 8) >= thr;
 }
 
-/* pd[j] = keep(e0 + j) ? p[j] * scale : 0 for j < n; pd may be p (in place). */
-static void dropout_row(float *pd, const float *p, int n, uint64_t key,
-                        long e0, int32_t thr, float scale) {
-  long e1 = e0 + n - 1;
-  if ((e0 >> 32) == (e1 >> 32)) {
+/* One row of scores s [klen] (flat index e0 of s[0]) becomes the softmax over its first
+ * vis entries (vis >= 1), 0 from vis on; with dropout, pd [klen] gets the weights
+ * dropped and rescaled (pd may be s: in place). */
+ROW_INLINE void softmax_row(float *s, float *pd, int klen, int vis, bool drop, uint64_t key,
+                            long e0, int32_t thr, float keep_scale) {
+  float mx = s[0];
+  SIMD_MAX(mx)
+  for (int j = 1; j < vis; j++) mx = s[j] > mx ? s[j] : mx;
+  float sum = 0.0f;
+  SIMD_REDUCE(+, sum)
+  for (int j = 0; j < vis; j++) {
+    const float e = exp_nonpos(s[j] - mx);
+    s[j] = e;
+    sum += e;
+  }
+  const float inv = 1.0f / sum;
+  for (int j = vis; j < klen; j++) s[j] = 0.0f;
+  if (!drop) {
+    OMP_SIMD
+    for (int j = 0; j < vis; j++) s[j] *= inv;
+    return;
+  }
+  if ((e0 >> 32) == ((e0 + klen - 1) >> 32)) {
     const uint64_t bkey = intrus_hash64(key, (uint64_t)e0 >> 32);
     const uint32_t c0 = (uint32_t)e0;
     OMP_SIMD
-    for (int j = 0; j < n; j++)
-      pd[j] = intrus_sel(keep_elem(bkey, c0 + (uint32_t)j, thr), p[j] * scale, 0.0f);
-  } else {
-    for (int j = 0; j < n; j++) {
-      long e = e0 + j;
-      bool k = keep_elem(intrus_hash64(key, (uint64_t)e >> 32), (uint32_t)e, thr);
-      pd[j] = k ? p[j] * scale : 0.0f;
+    for (int j = 0; j < klen; j++) {
+      const float w = s[j] * inv;
+      s[j] = w;
+      pd[j] = intrus_sel(keep_elem(bkey, c0 + (uint32_t)j, thr), w * keep_scale, 0.0f);
+    }
+  } else { /* the row crosses a multiple of 2^32 in the flat index */
+    for (int j = 0; j < klen; j++) {
+      const long e = e0 + j;
+      const float w = s[j] * inv;
+      s[j] = w;
+      pd[j] = keep_elem(intrus_hash64(key, (uint64_t)e >> 32), (uint32_t)e, thr)
+                  ? w * keep_scale
+                  : 0.0f;
     }
   }
 }
 
-/* ---- forward ------------------------------------------------------------------------ */
-
-/* Softmax over the first vis entries of one row of scores, in place; entries from vis
- * on (masked) get 0. vis >= 1. */
-static void softmax_prefix(float *s, int klen, int vis) {
-  float mx = s[0];
-  for (int j = 1; j < vis; j++) mx = s[j] > mx ? s[j] : mx;
-  double sum = 0.0;
-  for (int j = 0; j < vis; j++) {
-    s[j] = expf(s[j] - mx);
-    sum += s[j];
+/* With g [klen] the gradient of the weights after dropout, in place: the gradient of
+ * the scores, g = P * (dP - sum_j dP_j P_j) over the visible entries and 0 elsewhere,
+ * where dP = g * keep_scale where the entry was kept, 0 where dropped. An entry was
+ * dropped exactly when pd is 0 while p is not; where p is 0 its score gradient is 0
+ * whichever it was, so testing pd alone is exact. */
+ROW_INLINE void softmax_grad_row(float *restrict g, const float *restrict p,
+                                 const float *restrict pd, int klen, int vis, bool drop,
+                                 float keep_scale) {
+  double dot = 0.0;
+  if (drop) {
+    SIMD_REDUCE(+, dot)
+    for (int j = 0; j < vis; j++) {
+      const float dp = intrus_sel(pd[j] != 0.0f, g[j] * keep_scale, 0.0f);
+      g[j] = dp;
+      dot += (double)dp * p[j];
+    }
+  } else {
+    SIMD_REDUCE(+, dot)
+    for (int j = 0; j < vis; j++) dot += (double)g[j] * p[j];
   }
-  const float inv = (float)(1.0 / sum);
+  const float dt = (float)dot;
   OMP_SIMD
-  for (int j = 0; j < vis; j++) s[j] *= inv;
-  for (int j = vis; j < klen; j++) s[j] = 0.0f;
+  for (int j = 0; j < vis; j++) g[j] = p[j] * (g[j] - dt);
+  for (int j = vis; j < klen; j++) g[j] = 0.0f;
 }
+
+/* The calling thread's rows [lo, hi) of the forward and of the backward, compiled for
+ * several ISAs (the hash's 32-bit multiplies and the exp want AVX2 at least). */
+INTRUS_CLONES static void forward_rows(const struct attn_saved *sv, long lo, long hi,
+                                       bool drop, int32_t thr, float keep_scale) {
+  if (lo >= hi) return;
+  int b = block_of_row(sv, lo);
+  for (long r = lo; r < hi; r++) {
+    const struct attn_row w = row_at(sv, &b, r);
+    softmax_row(sv->p + w.off, sv->pd + w.off, w.klen, w.vis, drop, sv->key, w.off, thr,
+                keep_scale);
+  }
+}
+
+INTRUS_CLONES static void backward_rows(const struct attn_saved *sv, float *G, long lo,
+                                        long hi, bool drop, float keep_scale) {
+  if (lo >= hi) return;
+  int b = block_of_row(sv, lo);
+  for (long r = lo; r < hi; r++) {
+    const struct attn_row w = row_at(sv, &b, r);
+    softmax_grad_row(G + w.off, sv->p + w.off, sv->pd + w.off, w.klen, w.vis, drop,
+                     keep_scale);
+  }
+}
+
+/* ---- forward ------------------------------------------------------------------------ */
 
 intrus_tensor *intrus_attention(intrus_ctx *ctx, intrus_tensor *q, intrus_tensor *k,
                                 intrus_tensor *v, int heads, const struct intrus_segments *seg,
@@ -197,58 +300,32 @@ intrus_tensor *intrus_attention(intrus_ctx *ctx, intrus_tensor *q, intrus_tensor
   for (int r = 0; r < N; r++)
     if (mark[r] != 2) memset(out->data + (size_t)r * d, 0, (size_t)d * sizeof(float));
 
-  /* scores [H, rows, klen] = scale * Q_h K_h^T per block */
-  for (int b = 0; b < nblocks; b++) {
-    const struct attn_block *bk = &block[b];
-    intrus_gemm_batched(H, false, true, bk->rows, bk->klen, Dh, scale,
-                        q->data + (size_t)bk->q0 * d, d, Dh, k->data + (size_t)bk->k0 * d, d,
-                        Dh, 0.0f, sv->p + bk->p_off, bk->klen, (long)bk->rows * bk->klen);
-  }
-
+  /* Each (block, head) is one piece of work from scores to output, so its weights are
+   * still in cache when the second product reads them, and one parallel region serves
+   * the whole op. Pieces are independent: the results do not depend on which thread
+   * does which. */
   const int32_t thr = (int32_t)ceilf(dropout * 16777216.0f);
   const float keep_scale = out->fp[FP_KEEP_SCALE];
-  float *P = sv->p, *PD = sv->pd;
-  const uint64_t key = sv->key;
-  OMP_PARALLEL(np) {
-    long lo, hi;
-    intrus_omp_range(nrows, &lo, &hi);
-    int b = lo < hi ? block_of_row(sv, lo) : 0;
-    for (long r = lo; r < hi; r++) {
-      const struct attn_row w = row_at(sv, &b, r);
-      softmax_prefix(P + w.off, w.klen, w.vis);
-      if (drop) dropout_row(PD + w.off, P + w.off, w.klen, key, w.off, thr, keep_scale);
-    }
-  }
-
-  /* out_h [rows, Dh] = W_h [rows, klen] V_h [klen, Dh] per block */
-  for (int b = 0; b < nblocks; b++) {
-    const struct attn_block *bk = &block[b];
-    intrus_gemm_batched(H, false, false, bk->rows, Dh, bk->klen, 1.0f, PD + bk->p_off, bk->klen,
-                        (long)bk->rows * bk->klen, v->data + (size_t)bk->k0 * d, d, Dh, 0.0f,
-                        out->data + (size_t)bk->q0 * d, d, Dh);
+  const long nwork = (long)nblocks * H;
+  OMP_FOR_DYNAMIC(np * Dh / 64)
+  for (long w = 0; w < nwork; w++) {
+    const struct attn_block *bk = &block[w / H];
+    const int h = (int)(w % H), rows = bk->rows, klen = bk->klen;
+    const long off = bk->p_off + (long)h * rows * klen;
+    /* scores [rows, klen] = scale * Q_h K_h^T */
+    intrus_gemm(false, true, rows, klen, Dh, scale, q->data + (size_t)bk->q0 * d + h * Dh, d,
+                k->data + (size_t)bk->k0 * d + h * Dh, d, 0.0f, sv->p + off, klen);
+    forward_rows(sv, bk->r0 + (long)h * rows, bk->r0 + (long)(h + 1) * rows, drop, thr,
+                 keep_scale);
+    /* out_h [rows, Dh] = W_h [rows, klen] V_h [klen, Dh] */
+    intrus_gemm(false, false, rows, Dh, klen, 1.0f, sv->pd + off, klen,
+                v->data + (size_t)bk->k0 * d + h * Dh, d, 0.0f,
+                out->data + (size_t)bk->q0 * d + h * Dh, d);
   }
   return out;
 }
 
 /* ---- backward ------------------------------------------------------------------------ */
-
-/* With dW the gradient of the weights after dropout (in place in g): the gradient of the
- * scores, g = P * (dP - sum_j dP_j P_j) over the visible entries and 0 elsewhere, where
- * dP = dW * keep_scale where the entry was kept, 0 where dropped. An entry was dropped
- * exactly when pd is 0 while p is not; where p is 0 its score gradient is 0 whichever
- * it was, so testing pd alone is exact. */
-static void softmax_grad_row(float *restrict g, const float *restrict p,
-                             const float *restrict pd, int klen, int vis, bool drop,
-                             float keep_scale) {
-  if (drop)
-    for (int j = 0; j < vis; j++) g[j] = pd[j] != 0.0f ? g[j] * keep_scale : 0.0f;
-  double dot = 0.0;
-  for (int j = 0; j < vis; j++) dot += (double)g[j] * p[j];
-  const float dt = (float)dot;
-  OMP_SIMD
-  for (int j = 0; j < vis; j++) g[j] = p[j] * (g[j] - dt);
-  for (int j = vis; j < klen; j++) g[j] = 0.0f;
-}
 
 void intrus_attention_backward(intrus_ctx *ctx, intrus_tensor *out) {
   intrus_tensor *q = out->src[0], *k = out->src[1], *v = out->src[2];
@@ -259,51 +336,39 @@ void intrus_attention_backward(intrus_ctx *ctx, intrus_tensor *out) {
   const float *dO = out->grad;
   if (sv->nblocks == 0) return;
 
-  /* dV_h [klen, Dh] += W_h^T dO_h; several blocks may share key rows, and adding them
-   * in block order keeps the sums reproducible. */
-  if (v->requires_grad) {
-    float *dv = intrus_tensor_grad(ctx, v);
-    for (int b = 0; b < sv->nblocks; b++) {
-      const struct attn_block *bk = &sv->block[b];
-      intrus_gemm_batched(H, true, false, bk->klen, Dh, bk->rows, 1.0f, sv->pd + bk->p_off,
-                          bk->klen, (long)bk->rows * bk->klen, dO + (size_t)bk->q0 * d, d, Dh,
-                          1.0f, dv + (size_t)bk->k0 * d, d, Dh);
-    }
-  }
-  if (!q->requires_grad && !k->requires_grad) return;
-
-  /* dW_h [rows, klen] = dO_h V_h^T, turned into the scores' gradient in place. */
-  float *G = intrus_ctx_alloc(ctx, (size_t)sv->np * sizeof(float));
-  for (int b = 0; b < sv->nblocks; b++) {
-    const struct attn_block *bk = &sv->block[b];
-    intrus_gemm_batched(H, false, true, bk->rows, bk->klen, Dh, 1.0f, dO + (size_t)bk->q0 * d, d,
-                        Dh, v->data + (size_t)bk->k0 * d, d, Dh, 0.0f, G + bk->p_off, bk->klen,
-                        (long)bk->rows * bk->klen);
-  }
-  const float *P = sv->p, *PD = sv->pd;
-  OMP_PARALLEL(sv->np) {
-    long lo, hi;
-    intrus_omp_range(sv->nrows, &lo, &hi);
-    int b = lo < hi ? block_of_row(sv, lo) : 0;
-    for (long r = lo; r < hi; r++) {
-      const struct attn_row w = row_at(sv, &b, r);
-      softmax_grad_row(G + w.off, P + w.off, PD + w.off, w.klen, w.vis, drop, keep_scale);
-    }
-  }
-
-  /* dQ_h += scale dS_h K_h;  dK_h += scale dS_h^T Q_h */
+  /* One thread per head (heads are disjoint column blocks of every gradient), walking
+   * the blocks in order: blocks may share key rows (every state of a sentence attends to
+   * its memory), and adding their dK, dV in block order keeps the sums reproducible. */
   float *dq = q->requires_grad ? intrus_tensor_grad(ctx, q) : NULL;
   float *dk = k->requires_grad ? intrus_tensor_grad(ctx, k) : NULL;
-  for (int b = 0; b < sv->nblocks; b++) {
-    const struct attn_block *bk = &sv->block[b];
-    const long sg = (long)bk->rows * bk->klen;
-    if (dq)
-      intrus_gemm_batched(H, false, false, bk->rows, Dh, bk->klen, scale, G + bk->p_off,
-                          bk->klen, sg, k->data + (size_t)bk->k0 * d, d, Dh, 1.0f,
-                          dq + (size_t)bk->q0 * d, d, Dh);
-    if (dk)
-      intrus_gemm_batched(H, true, false, bk->klen, Dh, bk->rows, scale, G + bk->p_off,
-                          bk->klen, sg, q->data + (size_t)bk->q0 * d, d, Dh, 1.0f,
-                          dk + (size_t)bk->k0 * d, d, Dh);
+  float *dv = v->requires_grad ? intrus_tensor_grad(ctx, v) : NULL;
+  float *G = dq || dk ? intrus_ctx_alloc(ctx, (size_t)sv->np * sizeof(float)) : NULL;
+  OMP_FOR_DYNAMIC(sv->np * Dh / 64)
+  for (int h = 0; h < H; h++) {
+    for (int b = 0; b < sv->nblocks; b++) {
+      const struct attn_block *bk = &sv->block[b];
+      const int rows = bk->rows, klen = bk->klen;
+      const long off = bk->p_off + (long)h * rows * klen;
+      const float *dO_h = dO + (size_t)bk->q0 * d + h * Dh;
+      const float *q_h = q->data + (size_t)bk->q0 * d + h * Dh;
+      const float *k_h = k->data + (size_t)bk->k0 * d + h * Dh;
+      const float *v_h = v->data + (size_t)bk->k0 * d + h * Dh;
+      /* dV_h [klen, Dh] += W_h^T dO_h */
+      if (dv)
+        intrus_gemm(true, false, klen, Dh, rows, 1.0f, sv->pd + off, klen, dO_h, d, 1.0f,
+                    dv + (size_t)bk->k0 * d + h * Dh, d);
+      if (!G) continue;
+      /* dW_h [rows, klen] = dO_h V_h^T, turned into the scores' gradient in place */
+      intrus_gemm(false, true, rows, klen, Dh, 1.0f, dO_h, d, v_h, d, 0.0f, G + off, klen);
+      backward_rows(sv, G, bk->r0 + (long)h * rows, bk->r0 + (long)(h + 1) * rows, drop,
+                    keep_scale);
+      /* dQ_h += scale dS_h K_h;  dK_h += scale dS_h^T Q_h */
+      if (dq)
+        intrus_gemm(false, false, rows, Dh, klen, scale, G + off, klen, k_h, d, 1.0f,
+                    dq + (size_t)bk->q0 * d + h * Dh, d);
+      if (dk)
+        intrus_gemm(true, false, klen, Dh, rows, scale, G + off, klen, q_h, d, 1.0f,
+                    dk + (size_t)bk->k0 * d + h * Dh, d);
+    }
   }
 }

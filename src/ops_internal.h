@@ -58,6 +58,8 @@ void intrus_erf_n(float *y, const float *x, long n);
  *                          "simd" asks for it regardless, and asserts that iterations
  *                          are independent (no aliasing checks needed)
  *  OMP_SIMD                simd only, for an inner loop of a parallel one
+ *  OMP_FOR_DYNAMIC(n)      parallel for, above INTRUS_OMP_MIN, handing out iterations
+ *                          one at a time: for pieces of work of uneven size
  *  OMP_PARALLEL(n)         a parallel region, above INTRUS_OMP_MIN, whose threads
  *                          split [0, n) with intrus_omp_range
  *  OMP_PARALLEL_STREAM(n)  the same above INTRUS_OMP_MIN_STREAM
@@ -75,6 +77,8 @@ void intrus_erf_n(float *y, const float *x, long n);
   INTRUS_PRAGMA(omp parallel for simd schedule(static)     \
                     if (parallel : (n) > INTRUS_OMP_MIN_STREAM))
 #define OMP_SIMD INTRUS_PRAGMA(omp simd)
+#define OMP_FOR_DYNAMIC(n) \
+  INTRUS_PRAGMA(omp parallel for schedule(dynamic, 1) if ((n) > INTRUS_OMP_MIN))
 #define OMP_PARALLEL(n) INTRUS_PRAGMA(omp parallel if ((n) > INTRUS_OMP_MIN))
 #define OMP_PARALLEL_STREAM(n) INTRUS_PRAGMA(omp parallel if ((n) > INTRUS_OMP_MIN_STREAM))
 #else
@@ -82,6 +86,7 @@ void intrus_erf_n(float *y, const float *x, long n);
 #define OMP_FOR2(n)
 #define OMP_FOR_SIMD(n)
 #define OMP_SIMD
+#define OMP_FOR_DYNAMIC(n)
 #define OMP_PARALLEL(n)
 #define OMP_PARALLEL_STREAM(n)
 #endif
