@@ -78,51 +78,6 @@ static inline struct attn_row row_at(const struct attn_saved *sv, int *b, long r
 
 /* ---- row kernels ----------------------------------------------------------------- */
 
-/* The row loops below vectorise only if these are inlined into the ISA-specific clones
- * of their callers, which GCC does not do for every plain inline function. */
-#if defined(__GNUC__)
-#define ROW_INLINE static inline __attribute__((always_inline))
-#else
-#define ROW_INLINE static inline
-#endif
-
-#ifdef _OPENMP
-#define SIMD_REDUCE(op, var) INTRUS_PRAGMA(omp simd reduction(op : var))
-#else
-#define SIMD_REDUCE(op, var)
-#endif
-/* Clang vectorises no float max reduction without -ffast-math, and warns when asked to
- * (an error under -Werror): it gets the plain loop. */
-#if defined(_OPENMP) && !defined(__clang__)
-#define SIMD_MAX(var) INTRUS_PRAGMA(omp simd reduction(max : var))
-#else
-#define SIMD_MAX(var)
-#endif
-
-/* e^y for y <= 0 (a score minus its row's maximum) in float arithmetic without branches
- * or calls, so that the softmax loop vectorises: libm's expf, called per element, made
- * the softmax of long rows cost as much as the products around it. y = k ln2 + r with k
- * found by the 1.5 * 2^23 rounding trick and 2^k built in the exponent bits; exp(r) on
- * |r| <= ln2 / 2 by the degree-6 polynomial of ops_elementwise.c's gelu (error 2e-9),
- * a few ulp in all. Below -87 (where 2^k leaves the normal range and e^y < 1.7e-38) it
- * gives 0; NaN stays NaN. No fused multiply-adds (ISO C mode does not contract), so
- * every ISA clone gives the same values. */
-ROW_INLINE float exp_nonpos(float y) {
-  const float magic = 12582912.0f;
-  const float yc = intrus_sel(y > -87.0f, y, -87.0f);
-  const float kf = yc * 1.44269504088896341f + magic, k = kf - magic;
-  const float r = (yc - k * 0.693359375f) + k * 2.12194440e-4f;
-  const float r2 = r * r, r4 = r2 * r2;
-  const float p = (1.394110848e-03f * r2 + (8.375125937e-03f * r + 4.166635126e-02f)) * r4 +
-                  ((1.666641533e-01f * r + 0.5f) * r2 + (r + 1.0f));
-  union {
-    float f;
-    uint32_t u;
-  } kb = {kf}, scale;
-  scale.u = (kb.u - 0x4b400000u + 127u) << 23; /* kb.u - bits(magic) = k */
-  return intrus_sel(y > -87.0f, p * scale.f, intrus_sel(y != y, y, 0.0f));
-}
-
 /* As intrus_dropout over the flat [np] weight buffer: element e is kept when the top 24
  * bits of intrus_hash32(intrus_hash64(key, e >> 32), low 32 bits of e) reach thr. */
 ROW_INLINE bool keep_elem(uint64_t bkey, uint32_t c, int32_t thr) {
@@ -140,7 +95,7 @@ ROW_INLINE void softmax_row(float *s, float *pd, int klen, int vis, bool drop, u
   float sum = 0.0f;
   SIMD_REDUCE(+, sum)
   for (int j = 0; j < vis; j++) {
-    const float e = exp_nonpos(s[j] - mx);
+    const float e = intrus_exp_nonpos(s[j] - mx);
     s[j] = e;
     sum += e;
   }
