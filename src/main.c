@@ -2,7 +2,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "config.h"
@@ -39,15 +38,6 @@ static const struct command commands[] = {
 };
 
 int main(int argc, char **argv) {
-  /* OpenMP threads that spin after a parallel loop steal the cores OpenBLAS needs for the
-   * next GEMM; passive waiting keeps the two from competing. libgomp reads its
-   * environment when it is loaded, before main, so setting the variable takes a re-exec.
-   * A user's own OMP_WAIT_POLICY is respected. */
-  if (!getenv("OMP_WAIT_POLICY")) {
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-    execv("/proc/self/exe", argv);
-    /* No /proc: carry on with spinning waits, which is slower but correct. */
-  }
   if (argc < 2) {
     fputs(usage, stderr);
     return INTRUS_EXIT_USAGE;
