@@ -146,10 +146,14 @@ void intrus_add_backward(intrus_ctx *ctx, intrus_tensor *out) {
   const float *g = out->grad;
   long n = (long)out->n, inner = (long)b->n, rows = inner ? n / inner : 0;
   if (a->requires_grad) {
-    float *da = intrus_tensor_grad(ctx, a);
-    OMP_FOR_SIMD(n)
-    for (long i = 0; i < n; i++) da[i] += g[i];
+    bool taken;
+    float *da = intrus_grad_take(ctx, a, out, &taken);
+    if (!taken) {
+      OMP_FOR_SIMD(n)
+      for (long i = 0; i < n; i++) da[i] += g[i];
+    }
   }
+  /* When a took g's buffer and b is a (x + x), this adds g to itself: 2g, as it should. */
   if (b->requires_grad) reduce_rows(intrus_tensor_grad(ctx, b), g, NULL, rows, inner);
 }
 
@@ -178,12 +182,18 @@ intrus_tensor *intrus_scale(intrus_ctx *ctx, intrus_tensor *a, float s) {
 void intrus_scale_backward(intrus_ctx *ctx, intrus_tensor *out) {
   intrus_tensor *a = out->src[0];
   if (!a->requires_grad) return;
-  float *da = intrus_tensor_grad(ctx, a);
+  bool taken;
+  float *da = intrus_grad_take(ctx, a, out, &taken);
   const float *g = out->grad;
   float s = out->fp[0];
   long n = (long)out->n;
-  OMP_FOR_SIMD(n)
-  for (long i = 0; i < n; i++) da[i] += g[i] * s;
+  if (taken) {
+    OMP_FOR_SIMD(n)
+    for (long i = 0; i < n; i++) da[i] *= s;
+  } else {
+    OMP_FOR_SIMD(n)
+    for (long i = 0; i < n; i++) da[i] += g[i] * s;
+  }
 }
 
 /* ---- activations ---------------------------------------------------------------- */
@@ -201,12 +211,18 @@ intrus_tensor *intrus_relu(intrus_ctx *ctx, intrus_tensor *a) {
 void intrus_relu_backward(intrus_ctx *ctx, intrus_tensor *out) {
   intrus_tensor *a = out->src[0];
   if (!a->requires_grad) return;
-  float *da = intrus_tensor_grad(ctx, a);
+  bool taken;
+  float *da = intrus_grad_take(ctx, a, out, &taken);
   const float *g = out->grad, *x = a->data;
   long n = (long)out->n;
   /* The subgradient at 0 is 0, as torch's. Where x <= 0, da keeps its exact bits. */
-  OMP_FOR_SIMD(n)
-  for (long i = 0; i < n; i++) da[i] = intrus_sel(x[i] > 0.0f, da[i] + g[i], da[i]);
+  if (taken) {
+    OMP_FOR_SIMD(n)
+    for (long i = 0; i < n; i++) da[i] = intrus_sel(x[i] > 0.0f, da[i], 0.0f);
+  } else {
+    OMP_FOR_SIMD(n)
+    for (long i = 0; i < n; i++) da[i] = intrus_sel(x[i] > 0.0f, da[i] + g[i], da[i]);
+  }
 }
 
 /* ---- gelu ----------------------------------------------------------------------- */
@@ -412,7 +428,8 @@ static inline bool dropout_keep(uint64_t bkey, uint32_t c, int32_t thr) {
 }
 
 /* z = keep ? x * scale : 0 over n < 2^31 elements whose counters start at c0. */
-INTRUS_CLONES static void dropout_range(float *restrict z, const float *restrict x, int n,
+/* z may be x (in place: the backward on a taken gradient buffer). */
+INTRUS_CLONES static void dropout_range(float *z, const float *x, int n,
                                         uint64_t bkey, uint32_t c0, int32_t thr, float scale) {
   for (int b = 0; b < n; b += INTRUS_STREAM_BLOCK) {
     int e = b + INTRUS_STREAM_BLOCK < n ? b + INTRUS_STREAM_BLOCK : n;
@@ -476,6 +493,9 @@ intrus_tensor *intrus_dropout(intrus_ctx *ctx, intrus_tensor *a, float p) {
 void intrus_dropout_backward(intrus_ctx *ctx, intrus_tensor *out) {
   intrus_tensor *a = out->src[0];
   if (!a->requires_grad) return;
-  dropout_apply(intrus_tensor_grad(ctx, a), NULL, out->grad, (long)out->n,
+  bool taken;
+  float *da = intrus_grad_take(ctx, a, out, &taken);
+  /* Taken: da holds g, and the forward kernel turns it into dropout'(g) in place. */
+  dropout_apply(da, taken ? da : NULL, taken ? NULL : out->grad, (long)out->n,
                 *(const uint64_t *)out->aux, out->fp[0], out->fp[1]);
 }

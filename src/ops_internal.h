@@ -172,6 +172,13 @@ static inline void intrus_prefetch_ahead2(const float *r1, const float *r2, floa
 #endif
 }
 
+/* The gradient buffer of input t for the backward of `out`, an op whose output has t's
+ * size. When t has no gradient yet it takes over out's buffer, which is complete (every
+ * consumer of out ran before out's op) and read by no one after this backward: that
+ * saves zeroing a fresh buffer and one pass over it. *taken = true: the buffer holds
+ * dL/dout, to be turned into t's contribution in place; false: a buffer to add into. */
+float *intrus_grad_take(intrus_ctx *ctx, intrus_tensor *t, intrus_tensor *out, bool *taken);
+
 /* c ? a : b on floats as a bitwise select, so both operands are computed and the loop
  * has no branch left for the vectoriser to reject. */
 static inline float intrus_sel(int c, float a, float b) {

@@ -35,8 +35,9 @@ static float row_logsumexp(const float *x, const uint8_t *mask, int C) {
   return mx + (float)log(s);
 }
 
-/* The cross-entropy's rows are vocabulary-wide and unmasked: these two are vectorised
- * (libm's expf per element was ~4% of a training step of bench_train (a)). */
+/* Unmasked rows (the cross-entropy's and search's, vocabulary-wide) take these
+ * vectorised kernels (libm's expf per element was ~4% of a training step of
+ * bench_train (a)). */
 
 /* log sum_j exp(x[j]) over a whole row of C; -INFINITY if every entry is. */
 INTRUS_CLONES static float row_logsumexp_dense(const float *x, int C) {
@@ -55,6 +56,19 @@ INTRUS_CLONES static void row_ce_grad(float *restrict dx, const float *restrict 
                                       float lse, float g, float uni) {
   OMP_SIMD
   for (int j = 0; j < C; j++) dx[j] += g * (intrus_exp_nonpos(x[j] - lse) - uni);
+}
+
+/* y[j] = x[j] - lse (log) or exp(x[j] - lse) over an unmasked row: search's
+ * vocabulary-wide log-softmax of every hypothesis goes through here. */
+INTRUS_CLONES static void row_softmax_out(float *restrict y, const float *restrict x, int C,
+                                          float lse, bool log_out) {
+  if (log_out) {
+    OMP_SIMD
+    for (int j = 0; j < C; j++) y[j] = x[j] - lse;
+  } else {
+    OMP_SIMD
+    for (int j = 0; j < C; j++) y[j] = intrus_exp_nonpos(x[j] - lse);
+  }
 }
 
 static int last_dim(const intrus_tensor *x, const char *op) {
@@ -83,14 +97,18 @@ static intrus_tensor *softmax_common(intrus_ctx *ctx, intrus_tensor *x, const ui
     const float *xr = xs + r * (size_t)C;
     const uint8_t *mr = m ? m + r * (size_t)C : NULL;
     float *yr = y + r * (size_t)C;
-    const float lse = row_logsumexp(xr, mr, C);
+    const float lse = mr ? row_logsumexp(xr, mr, C) : row_logsumexp_dense(xr, C);
     if (lse == -INFINITY) {
       /* Nothing kept (or every kept logit -inf): probabilities 0, no NaN. */
       for (int j = 0; j < C; j++) yr[j] = masked;
       continue;
     }
+    if (!mr) {
+      row_softmax_out(yr, xr, C, lse, log_out);
+      continue;
+    }
     for (int j = 0; j < C; j++) {
-      if (mr && !mr[j]) yr[j] = masked;
+      if (!mr[j]) yr[j] = masked;
       else yr[j] = log_out ? xr[j] - lse : expf(xr[j] - lse);
     }
   }

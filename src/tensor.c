@@ -194,6 +194,12 @@ float *intrus_tensor_grad(intrus_ctx *ctx, intrus_tensor *t) {
   return t->grad;
 }
 
+float *intrus_grad_take(intrus_ctx *ctx, intrus_tensor *t, intrus_tensor *out, bool *taken) {
+  *taken = !t->grad && t != out && t->n == out->n && out->grad;
+  if (*taken) t->grad = out->grad;
+  return intrus_tensor_grad(ctx, t);
+}
+
 static void backward_one(intrus_ctx *ctx, intrus_tensor *t) {
   switch (t->op) {
   case INTRUS_OP_NONE: break;
