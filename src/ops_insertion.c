@@ -36,6 +36,27 @@ static double logsumexp_row(const float *x, int n) {
   return (double)mx + log(s);
 }
 
+/* The token rows are vocabulary-wide: these two are vectorised (libm's exp per element
+ * made the token log-softmax and its gradient a large part of an INTRUS training step).
+ * The sum is in float, in the vector lanes' order, then widened. */
+INTRUS_CLONES static double logsumexp_row_wide(const float *x, int n) {
+  float mx = x[0];
+  SIMD_MAX(mx)
+  for (int j = 1; j < n; j++) mx = x[j] > mx ? x[j] : mx;
+  if (mx == -INFINITY) return -INFINITY;
+  float s = 0.0f;
+  SIMD_REDUCE(+, s)
+  for (int j = 0; j < n; j++) s += intrus_exp_nonpos(x[j] - mx);
+  return (double)mx + log((double)s);
+}
+
+/* d[v] += w * exp(x[v] - l): w times the row's softmax. */
+INTRUS_CLONES static void row_add_softmax(float *restrict d, const float *restrict x, int n,
+                                          float w, float l) {
+  OMP_SIMD
+  for (int v = 0; v < n; v++) d[v] += w * intrus_exp_nonpos(x[v] - l);
+}
+
 static void *arena_copy(intrus_ctx *ctx, const void *src, size_t bytes) {
   void *d = intrus_ctx_alloc(ctx, bytes ? bytes : 1);
   if (bytes) memcpy(d, src, bytes);
@@ -113,7 +134,7 @@ intrus_tensor *intrus_insertion_loss(intrus_ctx *ctx, intrus_tensor *pos, intrus
     const float *x = tok->data;
     double *lse = sv->tok_lse;
     OMP_FOR(tok->n)
-    for (int r = 0; r < rows; r++) lse[r] = logsumexp_row(x + (size_t)r * vocab, vocab);
+    for (int r = 0; r < rows; r++) lse[r] = logsumexp_row_wide(x + (size_t)r * vocab, vocab);
   }
 
   const float *xp = pos->data, *xt = tok ? tok->data : NULL;
@@ -194,10 +215,7 @@ void intrus_insertion_loss_backward(intrus_ctx *ctx, intrus_tensor *out) {
     /* Rows read by no pair (or whose weights cancel exactly) get nothing: skipping
      * them is exact and saves the V exps. */
     if (wrow[r] == 0.0 || lse[r] == -INFINITY) continue;
-    const float *x = xt + (size_t)r * V;
-    float *d = dtok + (size_t)r * V;
-    const float w = (float)wrow[r], l = (float)lse[r];
-    for (int v = 0; v < V; v++) d[v] += w * expf(x[v] - l);
+    row_add_softmax(dtok + (size_t)r * V, xt + (size_t)r * V, V, (float)wrow[r], (float)lse[r]);
   }
   for (int s = 0; s < sv->count; s++)
     for (int p = sv->pair_off[s]; p < sv->pair_off[s + 1]; p++)
