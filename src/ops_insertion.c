@@ -36,20 +36,9 @@ static double logsumexp_row(const float *x, int n) {
   return (double)mx + log(s);
 }
 
-/* The token rows are vocabulary-wide: these two are vectorised (libm's exp per element
- * made the token log-softmax and its gradient a large part of an INTRUS training step).
- * The sum is in float, in the vector lanes' order, then widened. */
-INTRUS_CLONES static double logsumexp_row_wide(const float *x, int n) {
-  float mx = x[0];
-  SIMD_MAX(mx)
-  for (int j = 1; j < n; j++) mx = x[j] > mx ? x[j] : mx;
-  if (mx == -INFINITY) return -INFINITY;
-  float s = 0.0f;
-  SIMD_REDUCE(+, s)
-  for (int j = 0; j < n; j++) s += intrus_exp_nonpos(x[j] - mx);
-  return (double)mx + log((double)s);
-}
-
+/* The token rows are vocabulary-wide: their log-sum-exp (from intrus_row_sumexp) and the
+ * softmax gradient below are vectorised (libm's exp per element made them a large part
+ * of an INTRUS training step). */
 /* d[v] += w * exp(x[v] - l): w times the row's softmax. */
 INTRUS_CLONES static void row_add_softmax(float *restrict d, const float *restrict x, int n,
                                           float w, float l) {
@@ -134,7 +123,11 @@ intrus_tensor *intrus_insertion_loss(intrus_ctx *ctx, intrus_tensor *pos, intrus
     const float *x = tok->data;
     double *lse = sv->tok_lse;
     OMP_FOR(tok->n)
-    for (int r = 0; r < rows; r++) lse[r] = logsumexp_row_wide(x + (size_t)r * vocab, vocab);
+    for (int r = 0; r < rows; r++) {
+      float mx;
+      const float sum = intrus_row_sumexp(x + (size_t)r * vocab, vocab, &mx);
+      lse[r] = mx == -INFINITY ? -INFINITY : (double)mx + log((double)sum);
+    }
   }
 
   const float *xp = pos->data, *xt = tok ? tok->data : NULL;

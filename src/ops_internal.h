@@ -172,6 +172,11 @@ static inline void intrus_prefetch_ahead2(const float *r1, const float *r2, floa
 #endif
 }
 
+/* For a whole (unmasked) row of C >= 1 entries: its maximum in *max and, vectorised,
+ * sum_j exp(x[j] - max) in float in the vector lanes' order (0 when max is -INFINITY).
+ * Callers combine the two into a log-sum-exp at the precision they keep. */
+float intrus_row_sumexp(const float *x, int C, float *max);
+
 /* The gradient buffer of input t for the backward of `out`, an op whose output has t's
  * size. When t has no gradient yet it takes over out's buffer, which is complete (every
  * consumer of out ran before out's op) and read by no one after this backward: that

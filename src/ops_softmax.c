@@ -39,16 +39,23 @@ static float row_logsumexp(const float *x, const uint8_t *mask, int C) {
  * vectorised kernels (libm's expf per element was ~4% of a training step of
  * bench_train (a)). */
 
-/* log sum_j exp(x[j]) over a whole row of C; -INFINITY if every entry is. */
-INTRUS_CLONES static float row_logsumexp_dense(const float *x, int C) {
+INTRUS_CLONES float intrus_row_sumexp(const float *x, int C, float *max) {
   float mx = x[0];
   SIMD_MAX(mx)
   for (int j = 1; j < C; j++) mx = x[j] > mx ? x[j] : mx;
-  if (mx == -INFINITY) return -INFINITY;
+  *max = mx;
+  if (mx == -INFINITY) return 0.0f;
   float s = 0.0f;
   SIMD_REDUCE(+, s)
   for (int j = 0; j < C; j++) s += intrus_exp_nonpos(x[j] - mx);
-  return mx + logf(s);
+  return s;
+}
+
+/* log sum_j exp(x[j]) of a whole row in float; -INFINITY if every entry is. */
+static float row_logsumexp_dense(const float *x, int C) {
+  float mx;
+  const float s = intrus_row_sumexp(x, C, &mx);
+  return mx == -INFINITY ? -INFINITY : mx + logf(s);
 }
 
 /* dx[j] += g * (exp(x[j] - lse) - uni): the softmax minus the smoothed uniform part. */
