@@ -116,14 +116,15 @@ void intrus_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
   const double macs = (double)M * N * K;
   const int nt = threads_now();
   count_flops(2.0 * macs);
-  if (run_alone(nt, macs)) {
-    sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-    return;
-  }
+  const bool alone = run_alone(nt, macs);
+  (void)alone; /* read by the pragma only */
+  /* Alone, the one thread's share is the whole product. */
 #ifdef _OPENMP
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(nt) if (!alone)
   gemm_part(omp_get_thread_num(), omp_get_num_threads(), trans_a, trans_b, M, N, K, alpha,
             A, lda, B, ldb, beta, C, ldc);
+#else
+  gemm_part(0, 1, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
 }
 
@@ -138,18 +139,14 @@ void intrus_gemm_batched(int count, bool trans_a, bool trans_b, int M, int N, in
    * into thin blocks, and there is one parallel region for the lot. */
   if (count >= 4 * nt || (count >= nt && count % nt == 0)) {
     count_flops(2.0 * macs * count);
-    if (run_alone(nt, macs * count)) {
-      for (int i = 0; i < count; i++)
-        sgemm(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb,
-              beta, C + i * stride_c, ldc);
-      return;
-    }
+    const bool alone = run_alone(nt, macs * count);
+    (void)alone; /* read by the pragma only */
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (!alone)
+#endif
     for (int i = 0; i < count; i++)
       sgemm(trans_a, trans_b, M, N, K, alpha, A + i * stride_a, lda, B + i * stride_b, ldb,
             beta, C + i * stride_c, ldc);
-#endif
     return;
   }
   for (int i = 0; i < count; i++)

@@ -25,17 +25,15 @@
 
 /* Segments merged into one product: query rows q0 .. q0+rows-1, key rows k0 ..
  * k0+klen-1. Its weights are p_off .. p_off + H*rows*klen - 1 of the weight buffers,
- * laid out [H, rows, klen]; its rows of those buffers are r0 .. r0 + H*rows - 1 of all
- * blocks' rows in order. */
+ * laid out [H, rows, klen]. */
 struct attn_block {
-  long p_off, r0;
+  long p_off;
   int q0, rows, k0, klen;
 };
 
 /* What backward needs (out->aux). */
 struct attn_saved {
-  int nblocks, heads;
-  long nrows;               /* sum of H * rows over blocks */
+  int nblocks;
   long np;                  /* weights: sum of H * rows * klen */
   struct attn_block *block; /* [nblocks] */
   int *vis;                 /* [N]: keys seen by each query row of a block (a prefix) */
@@ -46,35 +44,6 @@ struct attn_saved {
 
 enum { IP_HEADS, IP_DROPOUT_ON };
 enum { FP_SCALE, FP_P, FP_KEEP_SCALE };
-
-/* ---- rows ------------------------------------------------------------------------ */
-
-/* The block holding flat row r (blocks are in increasing r0). */
-static int block_of_row(const struct attn_saved *sv, long r) {
-  int lo = 0, hi = sv->nblocks - 1;
-  while (lo < hi) {
-    int mid = (lo + hi + 1) / 2;
-    if (sv->block[mid].r0 <= r) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
-/* One row of the weights: its offset in the buffers, its length and how many of its
- * leading entries are visible. *b is a hint (the block of the previous row), advanced
- * as the rows of [lo, hi) are walked in order. */
-struct attn_row {
-  long off;
-  int klen, vis;
-};
-
-static inline struct attn_row row_at(const struct attn_saved *sv, int *b, long r) {
-  while (r >= sv->block[*b].r0 + (long)sv->heads * sv->block[*b].rows) ++*b;
-  const struct attn_block *bk = &sv->block[*b];
-  const long hr = r - bk->r0;
-  return (struct attn_row){.off = bk->p_off + hr * bk->klen, .klen = bk->klen,
-                           .vis = sv->vis[bk->q0 + hr % bk->rows]};
-}
 
 /* ---- row kernels ----------------------------------------------------------------- */
 
@@ -153,26 +122,24 @@ ROW_INLINE void softmax_grad_row(float *restrict g, const float *restrict p,
   for (int j = vis; j < klen; j++) g[j] = 0.0f;
 }
 
-/* The calling thread's rows [lo, hi) of the forward and of the backward, compiled for
+/* The softmax rows of one (block, head) piece, forward and backward, compiled for
  * several ISAs (the hash's 32-bit multiplies and the exp want AVX2 at least). */
-INTRUS_CLONES static void forward_rows(const struct attn_saved *sv, long lo, long hi,
-                                       bool drop, int32_t thr, float keep_scale) {
-  if (lo >= hi) return;
-  int b = block_of_row(sv, lo);
-  for (long r = lo; r < hi; r++) {
-    const struct attn_row w = row_at(sv, &b, r);
-    softmax_row(sv->p + w.off, sv->pd + w.off, w.klen, w.vis, drop, sv->key, w.off, thr,
+INTRUS_CLONES static void forward_piece(const struct attn_saved *sv, const struct attn_block *bk,
+                                        int h, bool drop, int32_t thr, float keep_scale) {
+  const long off = bk->p_off + (long)h * bk->rows * bk->klen;
+  for (int i = 0; i < bk->rows; i++) {
+    const long o = off + (long)i * bk->klen;
+    softmax_row(sv->p + o, sv->pd + o, bk->klen, sv->vis[bk->q0 + i], drop, sv->key, o, thr,
                 keep_scale);
   }
 }
 
-INTRUS_CLONES static void backward_rows(const struct attn_saved *sv, float *G, long lo,
-                                        long hi, bool drop, float keep_scale) {
-  if (lo >= hi) return;
-  int b = block_of_row(sv, lo);
-  for (long r = lo; r < hi; r++) {
-    const struct attn_row w = row_at(sv, &b, r);
-    softmax_grad_row(G + w.off, sv->p + w.off, sv->pd + w.off, w.klen, w.vis, drop,
+INTRUS_CLONES static void backward_piece(const struct attn_saved *sv, const struct attn_block *bk,
+                                         int h, float *G, bool drop, float keep_scale) {
+  const long off = bk->p_off + (long)h * bk->rows * bk->klen;
+  for (int i = 0; i < bk->rows; i++) {
+    const long o = off + (long)i * bk->klen;
+    softmax_grad_row(G + o, sv->p + o, sv->pd + o, bk->klen, sv->vis[bk->q0 + i], drop,
                      keep_scale);
   }
 }
@@ -204,7 +171,7 @@ intrus_tensor *intrus_attention(intrus_ctx *ctx, intrus_tensor *q, intrus_tensor
   struct attn_block *block =
       intrus_ctx_alloc(ctx, ((size_t)seg->count + 1) * sizeof(struct attn_block));
   int nblocks = 0;
-  long np = 0, nrows = 0;
+  long np = 0;
   for (int s = 0; s < seg->count; s++) {
     const int qb = seg->q_begin[s], ql = seg->q_len[s], kb = seg->k_begin[s],
               kl = seg->k_len[s];
@@ -228,16 +195,14 @@ intrus_tensor *intrus_attention(intrus_ctx *ctx, intrus_tensor *q, intrus_tensor
   }
   for (int b = 0; b < nblocks; b++) {
     block[b].p_off = np;
-    block[b].r0 = nrows;
     np += (long)H * block[b].rows * block[b].klen;
-    nrows += (long)H * block[b].rows;
   }
 
   const int shape[2] = {N, d};
   intrus_tensor *out = intrus_op_result(ctx, INTRUS_OP_ATTENTION, 2, shape, q, k, v);
   const bool drop = intrus_ctx_training(ctx) && dropout > 0.0f;
   struct attn_saved *sv = intrus_ctx_alloc(ctx, sizeof *sv);
-  *sv = (struct attn_saved){.nblocks = nblocks, .heads = H, .nrows = nrows, .np = np,
+  *sv = (struct attn_saved){.nblocks = nblocks, .np = np,
                             .block = block, .vis = vis,
                             .key = drop ? intrus_ctx_next_stream(ctx) : 0};
   sv->p = intrus_ctx_alloc(ctx, (size_t)np * sizeof(float));
@@ -270,8 +235,7 @@ intrus_tensor *intrus_attention(intrus_ctx *ctx, intrus_tensor *q, intrus_tensor
     /* scores [rows, klen] = scale * Q_h K_h^T */
     intrus_gemm(false, true, rows, klen, Dh, scale, q->data + (size_t)bk->q0 * d + h * Dh, d,
                 k->data + (size_t)bk->k0 * d + h * Dh, d, 0.0f, sv->p + off, klen);
-    forward_rows(sv, bk->r0 + (long)h * rows, bk->r0 + (long)(h + 1) * rows, drop, thr,
-                 keep_scale);
+    forward_piece(sv, bk, h, drop, thr, keep_scale);
     /* out_h [rows, Dh] = W_h [rows, klen] V_h [klen, Dh] */
     intrus_gemm(false, false, rows, Dh, klen, 1.0f, sv->pd + off, klen,
                 v->data + (size_t)bk->k0 * d + h * Dh, d, 0.0f,
@@ -315,8 +279,7 @@ void intrus_attention_backward(intrus_ctx *ctx, intrus_tensor *out) {
       if (!G) continue;
       /* dW_h [rows, klen] = dO_h V_h^T, turned into the scores' gradient in place */
       intrus_gemm(false, true, rows, klen, Dh, 1.0f, dO_h, d, v_h, d, 0.0f, G + off, klen);
-      backward_rows(sv, G, bk->r0 + (long)h * rows, bk->r0 + (long)(h + 1) * rows, drop,
-                    keep_scale);
+      backward_piece(sv, bk, h, G, drop, keep_scale);
       /* dQ_h += scale dS_h K_h;  dK_h += scale dS_h^T Q_h */
       if (dq)
         intrus_gemm(false, false, rows, Dh, klen, scale, G + off, klen, k_h, d, 1.0f,

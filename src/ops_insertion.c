@@ -36,15 +36,9 @@ static double logsumexp_row(const float *x, int n) {
   return (double)mx + log(s);
 }
 
-/* The token rows are vocabulary-wide: their log-sum-exp (from intrus_row_sumexp) and the
- * softmax gradient below are vectorised (libm's exp per element made them a large part
- * of an INTRUS training step). */
-/* d[v] += w * exp(x[v] - l): w times the row's softmax. */
-INTRUS_CLONES static void row_add_softmax(float *restrict d, const float *restrict x, int n,
-                                          float w, float l) {
-  OMP_SIMD
-  for (int v = 0; v < n; v++) d[v] += w * intrus_exp_nonpos(x[v] - l);
-}
+/* The token rows are vocabulary-wide: their log-sum-exp (intrus_row_sumexp) and
+ * softmax gradient (intrus_row_add_softmax) are the vectorised row kernels of
+ * ops_softmax.c (libm's exp per element made them a large part of an INTRUS step). */
 
 static void *arena_copy(intrus_ctx *ctx, const void *src, size_t bytes) {
   void *d = intrus_ctx_alloc(ctx, bytes ? bytes : 1);
@@ -208,7 +202,8 @@ void intrus_insertion_loss_backward(intrus_ctx *ctx, intrus_tensor *out) {
     /* Rows read by no pair (or whose weights cancel exactly) get nothing: skipping
      * them is exact and saves the V exps. */
     if (wrow[r] == 0.0 || lse[r] == -INFINITY) continue;
-    row_add_softmax(dtok + (size_t)r * V, xt + (size_t)r * V, V, (float)wrow[r], (float)lse[r]);
+    intrus_row_add_softmax(dtok + (size_t)r * V, xt + (size_t)r * V, V, (float)lse[r],
+                           (float)wrow[r], 0.0f);
   }
   for (int s = 0; s < sv->count; s++)
     for (int p = sv->pair_off[s]; p < sv->pair_off[s + 1]; p++)

@@ -177,6 +177,11 @@ static inline void intrus_prefetch_ahead2(const float *r1, const float *r2, floa
  * Callers combine the two into a log-sum-exp at the precision they keep. */
 float intrus_row_sumexp(const float *x, int C, float *max);
 
+/* dx[j] += g * (exp(x[j] - lse) - uni) over a row of C, vectorised: g times the row's
+ * softmax less a uniform part (label smoothing; 0 for none). */
+void intrus_row_add_softmax(float *restrict dx, const float *restrict x, int C, float lse,
+                            float g, float uni);
+
 /* The gradient buffer of input t for the backward of `out`, an op whose output has t's
  * size. When t has no gradient yet it takes over out's buffer, which is complete (every
  * consumer of out ran before out's op) and read by no one after this backward: that
@@ -240,6 +245,5 @@ ROW_INLINE float intrus_exp_nonpos(float y) {
   scale.u = (kb.u - 0x4b400000u + 127u) << 23; /* kb.u - bits(magic) = k */
   return intrus_sel(y > -87.0f, p * scale.f, intrus_sel(y != y, y, 0.0f));
 }
-
 
 #endif

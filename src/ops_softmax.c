@@ -58,9 +58,8 @@ static float row_logsumexp_dense(const float *x, int C) {
   return mx == -INFINITY ? -INFINITY : mx + logf(s);
 }
 
-/* dx[j] += g * (exp(x[j] - lse) - uni): the softmax minus the smoothed uniform part. */
-INTRUS_CLONES static void row_ce_grad(float *restrict dx, const float *restrict x, int C,
-                                      float lse, float g, float uni) {
+INTRUS_CLONES void intrus_row_add_softmax(float *restrict dx, const float *restrict x, int C,
+                                          float lse, float g, float uni) {
   OMP_SIMD
   for (int j = 0; j < C; j++) dx[j] += g * (intrus_exp_nonpos(x[j] - lse) - uni);
 }
@@ -265,7 +264,7 @@ void intrus_cross_entropy_backward(intrus_ctx *ctx, intrus_tensor *out) {
     if (tg[r] == ignore_index) continue;
     const size_t o = r * (size_t)V;
     const float l = lse[r];
-    row_ce_grad(dx + o, xs + o, V, l, g, uni);
+    intrus_row_add_softmax(dx + o, xs + o, V, l, g, uni);
     dx[o + tg[r]] -= g * (1.0f - s);
   }
 }
