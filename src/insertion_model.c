@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "intrus/nn.h"
 #include "intrus/rng.h"
 #include "insertion_model.h"
 
@@ -13,8 +14,8 @@ static enum intrus_status scorer_positions(void *user, const struct intrus_ins_s
   intrus_ctx_reset(s->ctx);
   intrus_ctx_set_grad(s->ctx, false);
   intrus_ctx_set_training(s->ctx, false);
-  if (st->count > s->row0_cap) {
-    int cap = st->count * 2;
+  if (st->count + 1 > s->row0_cap) {
+    int cap = (st->count + 1) * 2;
     int *r = realloc(s->row0, (size_t)cap * sizeof *r);
     if (!r) return intrus_error_set(err, INTRUS_ERR_NOMEM, "scorer: out of memory");
     s->row0 = r;
@@ -38,6 +39,7 @@ static enum intrus_status scorer_positions(void *user, const struct intrus_ins_s
     for (int j = 0; j < len; j++) y[j] = x[j] - lse;
     row += len;
   }
+  s->row0[st->count] = row;
   return INTRUS_OK;
 }
 
@@ -45,18 +47,19 @@ static enum intrus_status scorer_tokens(void *user, int n, const int *state, con
                                         float *tok_logp, struct intrus_error *err) {
   struct ins_model_scorer *s = user;
   if (n == 0) return INTRUS_OK;
-  int d = s->hidden->shape[1];
-  int32_t *rows = intrus_ctx_alloc(s->ctx, (size_t)n * sizeof *rows);
+  const int d = s->hidden->shape[1], V = s->sc.vocab;
+  /* The slots' rows gathered into one block; the arena is reset by positions() only,
+   * so rounds of one step add just these n * d floats to it. */
+  float *x = intrus_ctx_alloc(s->ctx, (size_t)n * d * sizeof *x);
   for (int i = 0; i < n; i++) {
-    if (state[i] < 0 || state[i] >= s->nstates || slot[i] < 0)
+    if (state[i] < 0 || state[i] >= s->nstates || slot[i] < 0 ||
+        slot[i] > s->row0[state[i] + 1] - s->row0[state[i]] - 2)
       return intrus_error_set(err, INTRUS_ERR_INVALID, "scorer: no state %d / slot %d",
                               state[i], slot[i]);
-    rows[i] = s->row0[state[i]] + slot[i];
+    memcpy(x + (size_t)i * d, s->hidden->data + (size_t)(s->row0[state[i]] + slot[i]) * d,
+           (size_t)d * sizeof *x);
   }
-  (void)d;
-  intrus_tensor *x = intrus_embedding(s->ctx, s->hidden, rows, 1, &n); /* [n, d] */
-  intrus_tensor *lp = intrus_log_softmax(s->ctx, intrus_matmul(s->ctx, x, s->w_token, false, false), NULL);
-  memcpy(tok_logp, lp->data, (size_t)n * s->sc.vocab * sizeof(float));
+  intrus_linear_log_softmax(n, d, V, x, d, s->w_token->data, false, NULL, tok_logp);
   return INTRUS_OK;
 }
 

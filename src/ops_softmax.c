@@ -4,6 +4,8 @@
 #include <math.h>
 #include <string.h>
 
+#include "intrus/blas.h"
+#include "intrus/nn.h"
 #include "intrus/tensor.h"
 #include "ops_internal.h"
 
@@ -304,5 +306,56 @@ void intrus_logsumexp_masked_backward(intrus_ctx *ctx, intrus_tensor *out) {
     const size_t o = (size_t)r * C;
     for (int j = 0; j < C; j++)
       if (m[o + j]) dx[o + j] += dy[r] * expf(xs[o + j] - y[r]);
+  }
+}
+
+/* ---- inference: vocabulary-wide log-probabilities straight from hidden rows ---- */
+
+/* Rows per block of intrus_linear_log_softmax: a block's logits (32 rows x 8,000 floats
+ * = 1 MB) are normalised while still in a core's L2 cache; the one product over all
+ * rows would write them to memory, and the two normalising passes read them back. */
+#define LSM_BLOCK 32
+
+/* In place: row -= log sum exp(row) over C entries. */
+INTRUS_CLONES static void row_log_normalise(float *x, int C) {
+  float mx;
+  const float s = intrus_row_sumexp(x, C, &mx);
+  const float lse = mx == -INFINITY ? 0.0f : mx + logf(s);
+  OMP_SIMD
+  for (int j = 0; j < C; j++) x[j] -= lse;
+}
+
+void intrus_linear_log_softmax(int R, int in, int V, const float *x, int ldx, const float *w,
+                               bool trans_w, const float *bias, float *out) {
+  if (R <= 0 || V <= 0) return;
+  const int blocks = (R + LSM_BLOCK - 1) / LSM_BLOCK;
+  int nt = 1;
+#ifdef _OPENMP
+  nt = omp_get_max_threads();
+#endif
+  /* Too few blocks to share: one product split across the threads instead. */
+  if (blocks < 2 * nt) {
+    intrus_gemm(false, trans_w, R, V, in, 1.0f, x, ldx, w, trans_w ? in : V, 0.0f, out, V);
+    OMP_FOR((size_t)R * V)
+    for (int r = 0; r < R; r++) {
+      float *row = out + (size_t)r * V;
+      if (bias)
+        for (int j = 0; j < V; j++) row[j] += bias[j];
+      row_log_normalise(row, V);
+    }
+    return;
+  }
+  OMP_FOR_DYNAMIC((size_t)R * V)
+  for (int b = 0; b < blocks; b++) {
+    const int r0 = b * LSM_BLOCK, n = R - r0 < LSM_BLOCK ? R - r0 : LSM_BLOCK;
+    float *o = out + (size_t)r0 * V;
+    intrus_gemm(false, trans_w, n, V, in, 1.0f, x + (size_t)r0 * ldx, ldx, w,
+                trans_w ? in : V, 0.0f, o, V);
+    for (int r = 0; r < n; r++) {
+      float *row = o + (size_t)r * V;
+      if (bias)
+        for (int j = 0; j < V; j++) row[j] += bias[j];
+      row_log_normalise(row, V);
+    }
   }
 }

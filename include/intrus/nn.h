@@ -24,6 +24,13 @@ void intrus_linear_init(struct intrus_linear *l, struct intrus_params *p, const 
 intrus_tensor *intrus_linear_forward(intrus_ctx *ctx, const struct intrus_linear *l,
                                      intrus_tensor *x);
 
+/* For search, outside any graph: out[r] = log_softmax(x[r] w + bias) for R rows, written
+ * straight into the caller's buffer. x [R, in] with row stride ldx; w [in, V], or
+ * [V, in] when trans_w (a tied embedding); bias [V] or NULL; out [R, V]. Blocks of rows
+ * are normalised while their logits are still in cache. */
+void intrus_linear_log_softmax(int R, int in, int V, const float *x, int ldx, const float *w,
+                               bool trans_w, const float *bias, float *out);
+
 struct intrus_norm {
   intrus_tensor *gain, *bias; /* [d] */
 };

@@ -335,10 +335,11 @@ static enum intrus_status dec_step(void *self, void *state, intrus_ctx *ctx,
     x = intrus_add(ctx, x, intrus_ffn_forward(ctx, &L->ffn, intrus_norm_forward(ctx, &L->n_ffn, x), 0.0f));
   }
   x = intrus_norm_forward(ctx, &dc->final_norm, x);
-  intrus_tensor *logits = dc->tie ? intrus_matmul(ctx, x, dc->embed, false, true)
-                                  : intrus_linear_forward(ctx, &dc->proj, x);
-  intrus_tensor *lp = intrus_log_softmax(ctx, logits, NULL);
-  memcpy(logp, lp->data, (size_t)rows * dc->vocab * sizeof(float));
+  if (dc->tie)
+    intrus_linear_log_softmax(rows, d, dc->vocab, x->data, d, dc->embed->data, true, NULL, logp);
+  else
+    intrus_linear_log_softmax(rows, d, dc->vocab, x->data, d, dc->proj.w->data, false,
+                              dc->proj.b ? dc->proj.b->data : NULL, logp);
   st->t++;
   intrus_ctx_set_grad(ctx, grad);
   intrus_ctx_set_training(ctx, training);
