@@ -264,6 +264,7 @@ static void bench_attention(intrus_ctx *ctx) {
 
 /* With an argument "matmul", "bandwidth" or "attention", runs only that part. */
 int main(int argc, char **argv) {
+  intrus_malloc_keep_pages(); /* as the intrus CLI does */
   const char *only = argc > 1 ? argv[1] : "";
   printf("intrus core benchmark: OpenBLAS core %s, %d threads\n", intrus_blas_corename(),
          intrus_blas_threads());

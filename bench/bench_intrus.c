@@ -249,6 +249,7 @@ static void bench_decoding(struct intrus_plugin_search *s, double peak, const in
 }
 
 int main(int argc, char **argv) {
+  intrus_malloc_keep_pages(); /* as the intrus CLI does */
   const char *which = argc > 1 ? argv[1] : "ab";
   int steps = argc > 2 ? atoi(argv[2]) : 2, cell[3];
   bool one = argc == 5 && strcmp(which, "b") == 0;

@@ -52,8 +52,11 @@
 #include "xalloc.h"
 
 /* Room in the token-softmax buffer: bounds the memory of one tokens() call whatever
- * the batch, the beam and the lengths. */
-#define TOKEN_BUFFER_BYTES ((size_t)64 << 20)
+ * the batch, the beam and the lengths (512 rows of 8,000 tokens). Small enough for
+ * glibc to reuse rather than map afresh per search (intrus_malloc_keep_pages), and
+ * smaller rounds let theta rise between them; a round of 512 rows is still a large
+ * product. */
+#define TOKEN_BUFFER_BYTES ((size_t)16 << 20)
 
 /* Per normalisation step, how far above 1 a float distribution from a scorer may sum;
  * keeps the early stop a proof rather than a float coincidence. */

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "config.h"
 #include "intrus/blas.h"
+#include "intrus/tensor.h"
 
 static const char usage[] =
     "Usage: intrus <command> [options]\n"
@@ -38,6 +39,7 @@ static const struct command commands[] = {
 };
 
 int main(int argc, char **argv) {
+  intrus_malloc_keep_pages();
   if (argc < 2) {
     fputs(usage, stderr);
     return INTRUS_EXIT_USAGE;

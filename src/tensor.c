@@ -1,6 +1,9 @@
 /* Context, arena, tape and the backward pass. */
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "intrus/tensor.h"
 #include "ops_internal.h"
@@ -75,6 +78,15 @@ void intrus_ctx_reset(intrus_ctx *ctx) {
   ctx->used_total = 0;
   ctx->ntape = 0;
   ctx->stream = 0;
+}
+
+void intrus_malloc_keep_pages(void) {
+#ifdef __GLIBC__
+  /* 32 MB is the largest threshold glibc accepts on 64-bit systems; freed memory at the
+   * top of the heap is given back only beyond 1 GB. */
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
 }
 
 void intrus_ctx_set_training(intrus_ctx *ctx, bool training) { ctx->training = training; }

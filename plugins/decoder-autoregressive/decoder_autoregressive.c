@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "intrus/blas.h"
 #include "intrus/nn.h"
 #include "intrus/plugin.h"
 
@@ -129,9 +128,9 @@ static enum intrus_status dec_loss(void *self, intrus_ctx *ctx, const struct int
 /* ---- incremental decoding ---------------------------------------------------------
  * Keys and values of the self-attention are cached per row, so a step costs one
  * position instead of the whole prefix; the cross-attention keys and values of the
- * encoder memory are computed once at start. Attention products go through
- * intrus_gemm; the projections, norms and feed-forward use the engine's ops with
- * grad off. */
+ * encoder memory are computed once at start. Attention is plain loops over
+ * (row, head) pieces (see attend()); the projections, norms and feed-forward use the
+ * engine's ops with grad off. */
 
 struct step_state {
   int B, per, rows, S, Tmax, t, H, Dh;
@@ -232,36 +231,77 @@ static void softmax_row(float *x, int n, const uint8_t *mask) {
   for (int j = 0; j < n; j++) x[j] *= inv;
 }
 
-/* Self-attention of one new position per row against the cache (positions 0..t). */
-static void self_attend(struct step_state *st, int l, const float *q, float *out) {
-  int H = st->H, Dh = st->Dh, n = st->t + 1, d = H * Dh;
-  float scale = 1.0f / sqrtf((float)Dh);
-  const float *K = st->kself + l * self_layer_floats(st);
-  const float *V = st->vself + l * self_layer_floats(st);
-  /* One product per (row, head): q [1, Dh] x K[row, head, 0..t]^T. */
-  intrus_gemm_batched(st->rows * H, false, true, 1, n, Dh, scale, q, d, Dh, K, Dh,
-                      (long)st->Tmax * Dh, 0.0f, st->scores, n, n);
-  for (int i = 0; i < st->rows * H; i++) softmax_row(st->scores + (size_t)i * n, n, NULL);
-  intrus_gemm_batched(st->rows * H, false, false, 1, Dh, n, 1.0f, st->scores, n, n, V, Dh,
-                      (long)st->Tmax * Dh, 0.0f, out, d, Dh);
+#ifdef _OPENMP
+#define SIMD_SUM(s) _Pragma("omp simd reduction(+ : s)")
+#define SIMD _Pragma("omp simd")
+#else
+#define SIMD_SUM(s)
+#define SIMD
+#endif
+
+/* nq query rows (stride ldq) of one head attend over n keys / values ([n, Dh] each,
+ * contiguous): out rows (stride ldo) = softmax(scale q K^T) V, sc holds nq * n scores.
+ * Plain loops: these products are a few thousand multiply-adds, where a BLAS call costs
+ * more in set-up and in its buffer lock (contended when both threads call) than the
+ * arithmetic. */
+static void attend(const float *q, int nq, int ldq, const float *K, const float *V, int n,
+                   int Dh, float scale, const uint8_t *mask, float *sc, float *out, int ldo) {
+  for (int i = 0; i < nq; i++) {
+    const float *qi = q + (size_t)i * ldq;
+    float *si = sc + (size_t)i * n, *oi = out + (size_t)i * ldo;
+    for (int j = 0; j < n; j++) {
+      const float *kj = K + (size_t)j * Dh;
+      float s = 0.0f;
+      SIMD_SUM(s)
+      for (int k = 0; k < Dh; k++) s += qi[k] * kj[k];
+      si[j] = s * scale;
+    }
+    softmax_row(si, n, mask);
+    SIMD
+    for (int k = 0; k < Dh; k++) oi[k] = 0.0f;
+    for (int j = 0; j < n; j++) {
+      const float p = si[j], *vj = V + (size_t)j * Dh;
+      SIMD
+      for (int k = 0; k < Dh; k++) oi[k] += p * vj[k];
+    }
+  }
 }
 
-/* Cross-attention: the rows of sentence b share its memory keys and values. */
+/* Self-attention of one new position per row against the cache (positions 0..t), one
+ * (row, head) piece per iteration. */
+static void self_attend(struct step_state *st, int l, const float *q, float *out) {
+  const int H = st->H, Dh = st->Dh, n = st->t + 1, d = H * Dh, pieces = st->rows * H;
+  const float scale = 1.0f / sqrtf((float)Dh);
+  const float *K = st->kself + l * self_layer_floats(st);
+  const float *V = st->vself + l * self_layer_floats(st);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if ((long)pieces * n * Dh >= 32768)
+#endif
+  for (int p = 0; p < pieces; p++) {
+    const size_t kv = (size_t)p * st->Tmax * Dh; /* row p / H, head p % H */
+    attend(q + (size_t)(p / H) * d + (size_t)(p % H) * Dh, 1, d, K + kv, V + kv, n, Dh,
+           scale, NULL, st->scores + (size_t)p * n, out + (size_t)(p / H) * d + (size_t)(p % H) * Dh,
+           d);
+  }
+}
+
+/* Cross-attention: the rows of sentence b share its memory keys and values; one
+ * (sentence, head) piece per iteration. */
 static void cross_attend(struct step_state *st, int l, const float *q, float *out) {
-  int H = st->H, Dh = st->Dh, S = st->S, d = H * Dh, per = st->per;
-  float scale = 1.0f / sqrtf((float)Dh);
-  size_t per_layer = (size_t)st->B * S * d;
-  for (int b = 0; b < st->B; b++)
-    for (int h = 0; h < H; h++) {
-      const float *K = st->kcross + l * per_layer + ((size_t)b * H + h) * S * Dh;
-      const float *V = st->vcross + l * per_layer + ((size_t)b * H + h) * S * Dh;
-      const float *qb = q + (size_t)b * per * d + (size_t)h * Dh;
-      float *sc = st->scores;
-      intrus_gemm(false, true, per, S, Dh, scale, qb, d, K, Dh, 0.0f, sc, S);
-      for (int r = 0; r < per; r++) softmax_row(sc + (size_t)r * S, S, st->mem_mask + (size_t)b * S);
-      intrus_gemm(false, false, per, Dh, S, 1.0f, sc, S, V, Dh, 0.0f,
-                  out + (size_t)b * per * d + (size_t)h * Dh, d);
-    }
+  const int H = st->H, Dh = st->Dh, S = st->S, d = H * Dh, per = st->per;
+  const float scale = 1.0f / sqrtf((float)Dh);
+  const size_t per_layer = (size_t)st->B * S * d;
+  const int pieces = st->B * H;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if ((long)st->rows * S * d >= 32768)
+#endif
+  for (int p = 0; p < pieces; p++) {
+    const int b = p / H, h = p % H;
+    const size_t kv = l * per_layer + ((size_t)b * H + h) * S * Dh;
+    attend(q + (size_t)b * per * d + (size_t)h * Dh, per, d, st->kcross + kv, st->vcross + kv,
+           S, Dh, scale, st->mem_mask + (size_t)b * S, st->scores + (size_t)p * per * S,
+           out + (size_t)b * per * d + (size_t)h * Dh, d);
+  }
 }
 
 static void reorder_rows(struct step_state *st, int layers, const int32_t *parents) {
@@ -269,14 +309,19 @@ static void reorder_rows(struct step_state *st, int layers, const int32_t *paren
   for (int r = 0; r < st->rows && identity; r++) identity = parents[r] == r;
   if (identity || st->t == 0) return;
   size_t row = (size_t)st->H * st->Tmax * st->Dh, layer = self_layer_floats(st);
-  for (int l = 0; l < layers; l++)
-    for (int r = 0; r < st->rows; r++)
-      for (int h = 0; h < st->H; h++) {
-        size_t dst = l * layer + r * row + (size_t)h * st->Tmax * st->Dh;
-        size_t src = l * layer + (size_t)parents[r] * row + (size_t)h * st->Tmax * st->Dh;
-        memcpy(st->kswap + dst, st->kself + src, (size_t)st->t * st->Dh * sizeof(float));
-        memcpy(st->vswap + dst, st->vself + src, (size_t)st->t * st->Dh * sizeof(float));
-      }
+  /* The whole cache moves each step (15 MB at batch 32, beam 4, step 20): both
+   * threads' memory bandwidth. */
+  const int n = layers * st->rows;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (n > 1 && (long)n * st->t * st->H * st->Dh >= 32768)
+#endif
+  for (int lr = 0; lr < n; lr++)
+    for (int h = 0, l = lr / st->rows, r = lr % st->rows; h < st->H; h++) {
+      size_t dst = l * layer + r * row + (size_t)h * st->Tmax * st->Dh;
+      size_t src = l * layer + (size_t)parents[r] * row + (size_t)h * st->Tmax * st->Dh;
+      memcpy(st->kswap + dst, st->kself + src, (size_t)st->t * st->Dh * sizeof(float));
+      memcpy(st->vswap + dst, st->vself + src, (size_t)st->t * st->Dh * sizeof(float));
+    }
   float *k = st->kself, *v = st->vself;
   st->kself = st->kswap;
   st->vself = st->vswap;
