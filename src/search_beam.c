@@ -42,6 +42,16 @@ static double length_norm(double logp, int len_with_eos, float alpha) {
   return logp / pow((double)len_with_eos, alpha);
 }
 
+/* A float below which lp[v] cannot bring base + lp[v] up to thr, so that scanning a
+ * V-wide row costs one float comparison per token. Lowered by a margin that covers the
+ * double rounding of base + lp[v] and of the conversion. */
+static float row_cut(double thr, double base) {
+  double d = thr - base, margin = 1e-12 * (1.0 + fabs(thr));
+  float cut = (float)d;
+  while ((double)cut > d - margin) cut = nextafterf(cut, -INFINITY);
+  return cut;
+}
+
 /* Keeps the best n candidates of one sentence in cands (unsorted input, sorted output). */
 static int top_candidates(const float *logp, const double *row_score, int row0, int per, int V,
                           bool only_eos, bool no_eos, int n, struct cand *cands) {
@@ -50,7 +60,9 @@ static int top_candidates(const float *logp, const double *row_score, int row0, 
     double base = row_score[row0 + r];
     if (!isfinite(base)) continue;
     const float *lp = logp + (size_t)(row0 + r) * V;
+    float cut = count == n ? row_cut(cands[n - 1].score, base) : -INFINITY;
     for (int v = 0; v < V; v++) {
+      if (lp[v] < cut) continue;
       if (v == INTRUS_PAD || v == INTRUS_BOS || v == INTRUS_UNK) continue;
       if (only_eos && v != INTRUS_EOS) continue;
       if (no_eos && v == INTRUS_EOS) continue;
@@ -68,7 +80,10 @@ static int top_candidates(const float *logp, const double *row_score, int row0, 
           i--;
         }
         cands[i] = c;
+      } else {
+        continue;
       }
+      if (count == n) cut = row_cut(cands[n - 1].score, base);
     }
   }
   if (count < n) qsort(cands, (size_t)count, sizeof *cands, cand_desc);
@@ -103,7 +118,8 @@ enum intrus_status intrus_beam_search(struct intrus_model *m, intrus_ctx *ctx,
   int32_t *hist = calloc((size_t)rows * maxT, sizeof *hist), *next_hist = calloc((size_t)rows * maxT, sizeof *hist);
   int32_t *tokens = malloc((size_t)rows * sizeof *tokens), *parents = malloc((size_t)rows * sizeof *parents);
   float *logp = malloc((size_t)rows * V * sizeof *logp);
-  struct cand *cands = malloc((size_t)2 * K * sizeof *cands);
+  struct cand *cands = malloc((size_t)B * 2 * K * sizeof *cands);
+  int *ncand = malloc((size_t)B * sizeof *ncand);
   void *state = NULL;
   enum intrus_status st = INTRUS_OK;
   for (int r = 0; r < rows; r++) {
@@ -127,6 +143,18 @@ enum intrus_status intrus_beam_search(struct intrus_model *m, intrus_ctx *ctx,
     if (all_done) break;
     intrus_ctx_reset(ctx);
     if ((st = dec->step(dec_self, state, ctx, t ? parents : NULL, tokens, logp, err))) goto done;
+    /* Sentences' candidates are independent: a V-wide scan of each row, in parallel. */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) if (B > 1 && (long)rows * V >= 65536)
+#endif
+    for (int b = 0; b < B; b++) {
+      const struct sentence *S = &sent[b];
+      if (S->done) continue;
+      bool only_eos = t >= S->max_len;
+      bool no_eos = t < opts->min_len && !only_eos;
+      ncand[b] = top_candidates(logp, score, b * K, K, V, only_eos, no_eos, 2 * K,
+                                cands + (size_t)b * 2 * K);
+    }
     for (int b = 0; b < B; b++) {
       struct sentence *S = &sent[b];
       int row0 = b * K;
@@ -140,11 +168,9 @@ enum intrus_status intrus_beam_search(struct intrus_model *m, intrus_ctx *ctx,
         continue;
       }
       bool only_eos = t >= S->max_len;
-      bool no_eos = t < opts->min_len && !only_eos;
-      int nc = top_candidates(logp, score, row0, K, V, only_eos, no_eos, 2 * K, cands);
       int live = 0;
-      for (int i = 0; i < nc && live < K; i++) {
-        struct cand *c = &cands[i];
+      for (int i = 0; i < ncand[b] && live < K; i++) {
+        struct cand *c = &cands[(size_t)b * 2 * K + i];
         if (c->token == INTRUS_EOS) {
           if (S->nfin < K) {
             struct finished *f = &S->fin[S->nfin++];
@@ -205,6 +231,7 @@ done:
   free(parents);
   free(logp);
   free(cands);
+  free(ncand);
   intrus_ctx_set_grad(ctx, grad);
   if (st)
     for (int b = 0; b < B; b++) {
