@@ -189,7 +189,12 @@ void intrus_insertion_loss_backward(intrus_ctx *ctx, intrus_tensor *out) {
   }
 
   if (!tok || !tok->requires_grad || sv->npairs == 0) return;
-  float *dtok = intrus_tensor_grad(ctx, tok);
+  /* tok's only consumer is this loss, so its gradient buffer is usually new: then each
+   * row is zeroed just before its pass, while in cache, rather than the whole
+   * vocabulary-wide buffer in one more pass through memory. */
+  const bool fresh = !tok->grad;
+  if (fresh) tok->grad = intrus_ctx_alloc(ctx, tok->n * sizeof(float));
+  float *dtok = tok->grad;
   const int V = sv->vocab;
   double *wrow = intrus_ctx_calloc(ctx, (size_t)sv->rows * sizeof(double));
   for (int s = 0; s < sv->count; s++)
@@ -201,6 +206,7 @@ void intrus_insertion_loss_backward(intrus_ctx *ctx, intrus_tensor *out) {
   for (int r = 0; r < sv->rows; r++) {
     /* Rows read by no pair (or whose weights cancel exactly) get nothing: skipping
      * them is exact and saves the V exps. */
+    if (fresh) memset(dtok + (size_t)r * V, 0, (size_t)V * sizeof(float));
     if (wrow[r] == 0.0 || lse[r] == -INFINITY) continue;
     intrus_row_add_softmax(dtok + (size_t)r * V, xt + (size_t)r * V, V, (float)lse[r],
                            (float)wrow[r], 0.0f);
