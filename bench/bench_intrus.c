@@ -210,6 +210,18 @@ static double decode_rate(struct intrus_model *m, bool insertion, int L, int bat
   return rate;
 }
 
+/* One line of (b): both decoders at one batch, beam and length. */
+static void decode_line(struct intrus_model *ins, struct intrus_model *base, double peak,
+                        int batch, int beam, int L, struct intrus_ins_search_stats *stats) {
+  int total = batch == 1 ? 8 : 32;
+  double gi, gl;
+  double ri = decode_rate(ins, true, L, batch, beam, total, stats, &gi);
+  double rl = decode_rate(base, false, L, batch, beam, total, NULL, &gl);
+  printf("    %-5d %-5d %-4d %12.2f %5.1f%% %12.2f %5.1f%% %7.2fx\n", batch, beam, L, ri,
+         100 * gi / peak, rl, 100 * gl / peak, rl / ri);
+  fflush(stdout);
+}
+
 /* cell: {batch, beam, L} to time one configuration only, or NULL for the table. */
 static void bench_decoding(struct intrus_plugin_search *s, double peak, const int *cell) {
   struct intrus_config *c1, *c2;
@@ -221,22 +233,13 @@ static void bench_decoding(struct intrus_plugin_search *s, double peak, const in
          "%peak", "l2r", "%peak", "ratio");
   static const int Ls[] = {10, 20, 30};
   struct intrus_ins_search_stats stats = {0};
-  for (int bi = 0; bi < 2; bi++)
-    for (int be = 0; be < 2; be++)
-      for (int li = 0; li < 3; li++) {
-        int batch = bi ? 32 : 1, beam = be ? 4 : 1, L = Ls[li];
-        if (cell) {
-          if (bi || be || li) break;
-          batch = cell[0], beam = cell[1], L = cell[2];
-        }
-        int total = batch == 1 ? 8 : 32;
-        double gi, gl;
-        double ri = decode_rate(ins, true, L, batch, beam, total, &stats, &gi);
-        double rl = decode_rate(base, false, L, batch, beam, total, NULL, &gl);
-        printf("    %-5d %-5d %-4d %12.2f %5.1f%% %12.2f %5.1f%% %7.2fx\n", batch, beam, L, ri,
-               100 * gi / peak, rl, 100 * gl / peak, rl / ri);
-        fflush(stdout);
-      }
+  if (cell)
+    decode_line(ins, base, peak, cell[0], cell[1], cell[2], &stats);
+  else
+    for (int bi = 0; bi < 2; bi++)
+      for (int be = 0; be < 2; be++)
+        for (int li = 0; li < 3; li++)
+          decode_line(ins, base, peak, bi ? 32 : 1, be ? 4 : 1, Ls[li], &stats);
   double all = stats.positions_s + stats.tokens_s + stats.select_s;
   printf("    insertion search time: %.0f%% decoder (positions), %.0f%% token softmax, %.0f%% "
          "selection; token softmax computed at %ld of %ld slots (%.1f%%; the rest pruned)\n",

@@ -49,6 +49,7 @@
 
 #include "intrus/insertion.h"
 #include "intrus/plugin.h"
+#include "search_cut.h"
 #include "xalloc.h"
 
 /* Room in the token-softmax buffer: bounds the memory of one tokens() call whatever
@@ -378,15 +379,10 @@ static bool collect(struct search *X, int b, int t) {
   return false;
 }
 
-/* A float below which a token's log-probability cannot bring base + it into the full
- * top list, so the scan of a V-wide row is one float comparison per token. Lowered by
- * a margin that covers the double rounding of base + row[c] and of the conversion. */
+/* The cut of a row whose children could enter the full top list: -inf until it is
+ * full. */
 static float row_cut(const struct sentence *S, int K, double base) {
-  if (S->ntop < K) return -INFINITY;
-  double thr = S->top[K - 1].score, d = thr - base, margin = 1e-12 * (1.0 + fabs(thr));
-  float cut = (float)d;
-  while ((double)cut > d - margin) cut = nextafterf(cut, -INFINITY);
-  return cut;
+  return S->ntop < K ? -INFINITY : intrus_search_cut(S->top[K - 1].score, base);
 }
 
 /* Reads one row of the token softmax: special ways keep their value, every other

@@ -316,46 +316,42 @@ void intrus_logsumexp_masked_backward(intrus_ctx *ctx, intrus_tensor *out) {
  * rows would write them to memory, and the two normalising passes read them back. */
 #define LSM_BLOCK 32
 
-/* In place: row -= log sum exp(row) over C entries. */
-INTRUS_CLONES static void row_log_normalise(float *x, int C) {
-  float mx;
-  const float s = intrus_row_sumexp(x, C, &mx);
-  const float lse = mx == -INFINITY ? 0.0f : mx + logf(s);
-  OMP_SIMD
-  for (int j = 0; j < C; j++) x[j] -= lse;
+/* n rows of V logits in place: add the bias (may be NULL), then subtract each row's
+ * log-sum-exp (a row of -inf stays -inf). */
+INTRUS_CLONES static void rows_log_normalise(float *x, int n, int V, const float *bias) {
+  for (int r = 0; r < n; r++) {
+    float *row = x + (size_t)r * V;
+    if (bias) {
+      OMP_SIMD
+      for (int j = 0; j < V; j++) row[j] += bias[j];
+    }
+    const float lse = row_logsumexp_dense(row, V);
+    const float shift = lse == -INFINITY ? 0.0f : lse;
+    OMP_SIMD
+    for (int j = 0; j < V; j++) row[j] -= shift;
+  }
 }
 
 void intrus_linear_log_softmax(int R, int in, int V, const float *x, int ldx, const float *w,
                                bool trans_w, const float *bias, float *out) {
   if (R <= 0 || V <= 0) return;
-  const int blocks = (R + LSM_BLOCK - 1) / LSM_BLOCK;
+  const int blocks = (R + LSM_BLOCK - 1) / LSM_BLOCK, ldw = trans_w ? in : V;
   int nt = 1;
 #ifdef _OPENMP
   nt = omp_get_max_threads();
 #endif
   /* Too few blocks to share: one product split across the threads instead. */
   if (blocks < 2 * nt) {
-    intrus_gemm(false, trans_w, R, V, in, 1.0f, x, ldx, w, trans_w ? in : V, 0.0f, out, V);
+    intrus_gemm(false, trans_w, R, V, in, 1.0f, x, ldx, w, ldw, 0.0f, out, V);
     OMP_FOR((size_t)R * V)
-    for (int r = 0; r < R; r++) {
-      float *row = out + (size_t)r * V;
-      if (bias)
-        for (int j = 0; j < V; j++) row[j] += bias[j];
-      row_log_normalise(row, V);
-    }
+    for (int r = 0; r < R; r++) rows_log_normalise(out + (size_t)r * V, 1, V, bias);
     return;
   }
   OMP_FOR_DYNAMIC((size_t)R * V)
   for (int b = 0; b < blocks; b++) {
     const int r0 = b * LSM_BLOCK, n = R - r0 < LSM_BLOCK ? R - r0 : LSM_BLOCK;
     float *o = out + (size_t)r0 * V;
-    intrus_gemm(false, trans_w, n, V, in, 1.0f, x + (size_t)r0 * ldx, ldx, w,
-                trans_w ? in : V, 0.0f, o, V);
-    for (int r = 0; r < n; r++) {
-      float *row = o + (size_t)r * V;
-      if (bias)
-        for (int j = 0; j < V; j++) row[j] += bias[j];
-      row_log_normalise(row, V);
-    }
+    intrus_gemm(false, trans_w, n, V, in, 1.0f, x + (size_t)r0 * ldx, ldx, w, ldw, 0.0f, o, V);
+    rows_log_normalise(o, n, V, bias);
   }
 }

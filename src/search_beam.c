@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "intrus/search.h"
+#include "search_cut.h"
 
 struct intrus_beam_opts intrus_beam_defaults(void) {
   return (struct intrus_beam_opts){.beam = 4, .alpha = 1.0f, .max_len_a = 2.0f, .max_len_b = 3,
@@ -42,16 +43,6 @@ static double length_norm(double logp, int len_with_eos, float alpha) {
   return logp / pow((double)len_with_eos, alpha);
 }
 
-/* A float below which lp[v] cannot bring base + lp[v] up to thr, so that scanning a
- * V-wide row costs one float comparison per token. Lowered by a margin that covers the
- * double rounding of base + lp[v] and of the conversion. */
-static float row_cut(double thr, double base) {
-  double d = thr - base, margin = 1e-12 * (1.0 + fabs(thr));
-  float cut = (float)d;
-  while ((double)cut > d - margin) cut = nextafterf(cut, -INFINITY);
-  return cut;
-}
-
 /* Keeps the best n candidates of one sentence in cands (unsorted input, sorted output). */
 static int top_candidates(const float *logp, const double *row_score, int row0, int per, int V,
                           bool only_eos, bool no_eos, int n, struct cand *cands) {
@@ -60,7 +51,7 @@ static int top_candidates(const float *logp, const double *row_score, int row0, 
     double base = row_score[row0 + r];
     if (!isfinite(base)) continue;
     const float *lp = logp + (size_t)(row0 + r) * V;
-    float cut = count == n ? row_cut(cands[n - 1].score, base) : -INFINITY;
+    float cut = count == n ? intrus_search_cut(cands[n - 1].score, base) : -INFINITY;
     for (int v = 0; v < V; v++) {
       if (lp[v] < cut) continue;
       if (v == INTRUS_PAD || v == INTRUS_BOS || v == INTRUS_UNK) continue;
@@ -83,7 +74,7 @@ static int top_candidates(const float *logp, const double *row_score, int row0, 
       } else {
         continue;
       }
-      if (count == n) cut = row_cut(cands[n - 1].score, base);
+      if (count == n) cut = intrus_search_cut(cands[n - 1].score, base);
     }
   }
   if (count < n) qsort(cands, (size_t)count, sizeof *cands, cand_desc);

@@ -278,10 +278,11 @@ static void self_attend(struct step_state *st, int l, const float *q, float *out
 #pragma omp parallel for schedule(static) if ((long)pieces * n * Dh >= 32768)
 #endif
   for (int p = 0; p < pieces; p++) {
-    const size_t kv = (size_t)p * st->Tmax * Dh; /* row p / H, head p % H */
-    attend(q + (size_t)(p / H) * d + (size_t)(p % H) * Dh, 1, d, K + kv, V + kv, n, Dh,
-           scale, NULL, st->scores + (size_t)p * n, out + (size_t)(p / H) * d + (size_t)(p % H) * Dh,
-           d);
+    /* Piece p is row p / H, head p % H: at p * Dh in q and out ([rows, H * Dh]) and at
+     * p * Tmax * Dh in the cache ([rows][H][Tmax][Dh]). */
+    const size_t kv = (size_t)p * st->Tmax * Dh;
+    attend(q + (size_t)p * Dh, 1, d, K + kv, V + kv, n, Dh, scale, NULL,
+           st->scores + (size_t)p * n, out + (size_t)p * Dh, d);
   }
 }
 
