@@ -18,6 +18,7 @@
 #endif
 
 #include "intrus/blas.h"
+#include "ops_internal.h"
 
 /* Products may be issued from inside parallel regions (attention's per-head pieces),
  * so the counter is updated atomically. */
@@ -54,7 +55,7 @@ static int threads_now(void) {
   return gemm_threads;
 }
 
-static void count_flops(double f) {
+void intrus_blas_count_flops(double f) {
 #ifdef _OPENMP
 #pragma omp atomic
 #endif
@@ -115,7 +116,7 @@ void intrus_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
   if (M == 0 || N == 0) return;
   const double macs = (double)M * N * K;
   const int nt = threads_now();
-  count_flops(2.0 * macs);
+  intrus_blas_count_flops(2.0 * macs);
   const bool alone = run_alone(nt, macs);
   (void)alone; /* read by the pragma only */
   /* Alone, the one thread's share is the whole product. */
@@ -138,7 +139,7 @@ void intrus_gemm_batched(int count, bool trans_a, bool trans_b, int M, int N, in
   /* Whole products per thread when they divide evenly (or are many): no product is cut
    * into thin blocks, and there is one parallel region for the lot. */
   if (count >= 4 * nt || (count >= nt && count % nt == 0)) {
-    count_flops(2.0 * macs * count);
+    intrus_blas_count_flops(2.0 * macs * count);
     const bool alone = run_alone(nt, macs * count);
     (void)alone; /* read by the pragma only */
 #ifdef _OPENMP

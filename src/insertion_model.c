@@ -47,7 +47,7 @@ static enum intrus_status scorer_tokens(void *user, int n, const int *state, con
                                         float *tok_logp, struct intrus_error *err) {
   struct ins_model_scorer *s = user;
   if (n == 0) return INTRUS_OK;
-  const int d = s->hidden->shape[1], V = s->sc.vocab;
+  const int d = s->hidden->shape[1];
   /* The slots' rows gathered into one block; the arena is reset by positions() only,
    * so rounds of one step add just these n * d floats to it. */
   float *x = intrus_ctx_alloc(s->ctx, (size_t)n * d * sizeof *x);
@@ -59,7 +59,7 @@ static enum intrus_status scorer_tokens(void *user, int n, const int *state, con
     memcpy(x + (size_t)i * d, s->hidden->data + (size_t)(s->row0[state[i]] + slot[i]) * d,
            (size_t)d * sizeof *x);
   }
-  intrus_linear_log_softmax(n, d, V, x, d, s->w_token->data, false, NULL, tok_logp);
+  intrus_linear_log_softmax(n, x, d, s->tok_packed, NULL, tok_logp);
   return INTRUS_OK;
 }
 
@@ -71,6 +71,8 @@ enum intrus_status ins_scorer_open(struct ins_model_scorer *s, struct intrus_mod
   s->ctx = ctx;
   s->dec = intrus_model_decoder(m, &s->dec_self);
   s->dec->ins_output(s->dec_self, &s->w_token, &s->w_pos);
+  s->tok_packed = intrus_pack(s->w_token->shape[0], s->w_token->shape[1], s->w_token->data,
+                              s->w_token->shape[1], false);
   s->sc = (struct intrus_ins_scorer){.vocab = intrus_model_tgt_vocab(m),
                                      .positions = scorer_positions,
                                      .tokens = scorer_tokens,
@@ -90,6 +92,8 @@ enum intrus_status ins_scorer_open(struct ins_model_scorer *s, struct intrus_mod
 void ins_scorer_close(struct ins_model_scorer *s) {
   if (s->cache) s->dec->finish(s->dec_self, s->cache);
   s->cache = NULL;
+  intrus_packed_free(s->tok_packed);
+  s->tok_packed = NULL;
   free(s->row0);
   s->row0 = NULL;
 }

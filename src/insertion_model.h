@@ -18,6 +18,7 @@ struct ins_model_scorer {
   void *dec_self, *cache;
   intrus_ctx *ctx;
   intrus_tensor *w_token, *w_pos, *hidden;
+  struct intrus_packed *tok_packed; /* w_token, packed for the token softmax */
   int *row0;                         /* first hidden row of each state of the last batch */
   int nstates, row0_cap;
 };

@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "intrus/nn.h"
+#include "ops_internal.h"
+#include "xalloc.h"
 
 #define NAME_MAX_LEN 256
 
@@ -20,9 +22,68 @@ void intrus_linear_init(struct intrus_linear *l, struct intrus_params *p, const 
               : NULL;
 }
 
+struct intrus_weight_packs {
+  int n, cap;
+  const intrus_tensor **w;
+  struct intrus_packed **packed;
+};
+
+struct intrus_weight_packs *intrus_weight_packs_create(void) {
+  return xcalloc(1, sizeof(struct intrus_weight_packs));
+}
+
+void intrus_weight_packs_add(struct intrus_weight_packs *p, const struct intrus_linear *l) {
+  INTRUS_CHECK(l->w->ndim == 2, "weight_packs_add: a %d-dim weight", l->w->ndim);
+  if (p->n == p->cap) {
+    p->cap = p->cap ? 2 * p->cap : 16;
+    p->w = xrealloc(p->w, (size_t)p->cap * sizeof *p->w);
+    p->packed = xrealloc(p->packed, (size_t)p->cap * sizeof *p->packed);
+  }
+  const int in = l->w->shape[0], out = l->w->shape[1];
+  p->w[p->n] = l->w;
+  p->packed[p->n++] = intrus_pack(in, out, l->w->data, out, false);
+}
+
+void intrus_weight_packs_add_decoder_layer(struct intrus_weight_packs *p,
+                                           const struct intrus_decoder_layer *l) {
+  const struct intrus_linear *all[] = {&l->self.q,  &l->self.k,  &l->self.v, &l->self.o,
+                                       &l->cross.q, &l->cross.k, &l->cross.v, &l->cross.o,
+                                       &l->ffn.in,  &l->ffn.out};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) intrus_weight_packs_add(p, all[i]);
+}
+
+void intrus_weight_packs_free(struct intrus_weight_packs *p) {
+  if (!p) return;
+  for (int i = 0; i < p->n; i++) intrus_packed_free(p->packed[i]);
+  free(p->w);
+  free(p->packed);
+  free(p);
+}
+
+static const struct intrus_packed *packed_of(const intrus_ctx *ctx, const intrus_tensor *w) {
+  const struct intrus_weight_packs *p = intrus_ctx_packs(ctx);
+  if (!p || intrus_ctx_grad_enabled(ctx)) return NULL;
+  for (int i = 0; i < p->n; i++)
+    if (p->w[i] == w) return p->packed[i];
+  return NULL;
+}
+
 intrus_tensor *intrus_linear_forward(intrus_ctx *ctx, const struct intrus_linear *l,
                                      intrus_tensor *x) {
-  intrus_tensor *y = intrus_matmul(ctx, x, l->w, false, false);
+  const struct intrus_packed *pk = packed_of(ctx, l->w);
+  intrus_tensor *y;
+  if (pk && x->ndim >= 1 && x->shape[x->ndim - 1] == l->w->shape[0]) {
+    /* A constant result: gradients are off, so nothing would record an op anyway. */
+    int shape[INTRUS_MAX_DIMS];
+    memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
+    shape[x->ndim - 1] = l->w->shape[1];
+    y = intrus_tensor_new(ctx, x->ndim, shape);
+    const int in = l->w->shape[0];
+    intrus_gemm_packed(in ? (int)(x->n / (size_t)in) : 0, x->data, in, pk, y->data,
+                       l->w->shape[1]);
+  } else {
+    y = intrus_matmul(ctx, x, l->w, false, false);
+  }
   return l->b ? intrus_add(ctx, y, l->b) : y;
 }
 

@@ -125,6 +125,9 @@ static inline void intrus_omp_range(long n, long *lo, long *hi) {
 #define INTRUS_CLONES
 #endif
 
+/* Adds products computed outside intrus_gemm (src/gemm_packed.c) to intrus_blas_flops. */
+void intrus_blas_count_flops(double flops);
+
 /* 2: AVX-512F and FMA, 1: AVX2 and FMA, 0: neither, or no dispatch. */
 static inline int intrus_x86_level(void) {
 #if INTRUS_X86_DISPATCH

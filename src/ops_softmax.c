@@ -332,17 +332,18 @@ INTRUS_CLONES static void rows_log_normalise(float *x, int n, int V, const float
   }
 }
 
-void intrus_linear_log_softmax(int R, int in, int V, const float *x, int ldx, const float *w,
-                               bool trans_w, const float *bias, float *out) {
+void intrus_linear_log_softmax(int R, const float *x, int ldx, const struct intrus_packed *w,
+                               const float *bias, float *out) {
+  const int V = intrus_packed_n(w);
   if (R <= 0 || V <= 0) return;
-  const int blocks = (R + LSM_BLOCK - 1) / LSM_BLOCK, ldw = trans_w ? in : V;
+  const int blocks = (R + LSM_BLOCK - 1) / LSM_BLOCK;
   int nt = 1;
 #ifdef _OPENMP
   nt = omp_get_max_threads();
 #endif
   /* Too few blocks to share: one product split across the threads instead. */
   if (blocks < 2 * nt) {
-    intrus_gemm(false, trans_w, R, V, in, 1.0f, x, ldx, w, ldw, 0.0f, out, V);
+    intrus_gemm_packed(R, x, ldx, w, out, V);
     OMP_FOR((size_t)R * V)
     for (int r = 0; r < R; r++) rows_log_normalise(out + (size_t)r * V, 1, V, bias);
     return;
@@ -351,7 +352,7 @@ void intrus_linear_log_softmax(int R, int in, int V, const float *x, int ldx, co
   for (int b = 0; b < blocks; b++) {
     const int r0 = b * LSM_BLOCK, n = R - r0 < LSM_BLOCK ? R - r0 : LSM_BLOCK;
     float *o = out + (size_t)r0 * V;
-    intrus_gemm(false, trans_w, n, V, in, 1.0f, x + (size_t)r0 * ldx, ldx, w, ldw, 0.0f, o, V);
+    intrus_gemm_packed(n, x + (size_t)r0 * ldx, ldx, w, o, V);
     rows_log_normalise(o, n, V, bias);
   }
 }

@@ -24,6 +24,7 @@ struct intrus_ctx {
   size_t ntape, cap_tape;
   bool training, grad_enabled;
   uint64_t seed, step, stream;
+  const struct intrus_weight_packs *packs;
 };
 
 static void *xmalloc_aligned(size_t size) {
@@ -90,6 +91,10 @@ void intrus_malloc_keep_pages(void) {
 }
 
 void intrus_ctx_set_training(intrus_ctx *ctx, bool training) { ctx->training = training; }
+void intrus_ctx_set_packs(intrus_ctx *ctx, const struct intrus_weight_packs *packs) {
+  ctx->packs = packs;
+}
+const struct intrus_weight_packs *intrus_ctx_packs(const intrus_ctx *ctx) { return ctx->packs; }
 bool intrus_ctx_training(const intrus_ctx *ctx) { return ctx->training; }
 void intrus_ctx_set_grad(intrus_ctx *ctx, bool enabled) { ctx->grad_enabled = enabled; }
 bool intrus_ctx_grad_enabled(const intrus_ctx *ctx) { return ctx->grad_enabled; }

@@ -1,5 +1,6 @@
-/* The one door to BLAS: every matrix product in intrus goes through intrus_gemm, and
- * src/blas.c is the only file that calls cblas_sgemm. */
+/* The one door to BLAS: every matrix product in intrus goes through intrus_gemm (src/blas.c,
+ * the only file that calls cblas_sgemm) or, for a right-hand matrix that stays fixed over
+ * many products, intrus_gemm_packed (src/gemm_packed.c). */
 #ifndef INTRUS_BLAS_H
 #define INTRUS_BLAS_H
 
@@ -21,6 +22,23 @@ void intrus_gemm_batched(int count, bool trans_a, bool trans_b, int M, int N, in
                          float alpha, const float *A, int lda, long stride_a,
                          const float *B, int ldb, long stride_b, float beta, float *C,
                          int ldc, long stride_c);
+
+/* A right-hand matrix packed once for many products with it (a model's weights while a
+ * search runs): B [K, N] with row stride ldb, or [N, K] when trans_b. With AVX-512 the
+ * packed copy is multiplied by intrus's own kernel (no per-call packing); without it, or
+ * after intrus_blas_set_packed(false), products go to intrus_gemm with B itself. B must
+ * stay unchanged and alive until intrus_packed_free. */
+struct intrus_packed;
+struct intrus_packed *intrus_pack(int K, int N, const float *B, int ldb, bool trans_b);
+void intrus_packed_free(struct intrus_packed *p);
+int intrus_packed_k(const struct intrus_packed *p);
+int intrus_packed_n(const struct intrus_packed *p);
+/* C[M,N] = A[M,K] op(B), row-major, lda/ldc row strides. */
+void intrus_gemm_packed(int M, const float *A, int lda, const struct intrus_packed *B,
+                        float *C, int ldc);
+/* Whether later intrus_pack calls use the kernel (default) or leave products to
+ * intrus_gemm: for benchmarks and tests that compare the two. */
+void intrus_blas_set_packed(bool on);
 
 /* Floating-point operations (2 M N K per product) issued through intrus_gemm since the
  * program started; benchmarks difference it around the work they measure. */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "intrus/params.h"
+#include "intrus/blas.h"
 #include "intrus/tensor.h"
 
 #ifdef __cplusplus
@@ -20,17 +21,28 @@ struct intrus_linear {
 };
 void intrus_linear_init(struct intrus_linear *l, struct intrus_params *p, const char *name,
                         int in, int out, bool bias);
-/* x [..., in] -> [..., out] */
+/* x [..., in] -> [..., out]. With gradients off and a packed copy of l->w set on ctx
+ * (intrus_ctx_set_packs), the product uses the copy. */
 intrus_tensor *intrus_linear_forward(intrus_ctx *ctx, const struct intrus_linear *l,
                                      intrus_tensor *x);
 
-/* For search, outside any graph: out[r] = log_softmax(x[r] w + bias) for R rows, written
- * straight into the caller's buffer. x [R, in] with row stride ldx; w [in, V], or
- * [V, in] when trans_w (a tied embedding); bias [V] or NULL; out [R, V]. Blocks of rows
- * are normalised while their logits are still in cache. */
-void intrus_linear_log_softmax(int R, int in, int V, const float *x, int ldx, const float *w,
-                               bool trans_w, const float *bias, float *out);
+/* Packed copies of a model's linear weights for search, where the same weights multiply
+ * a few dozen rows at a time for thousands of steps and OpenBLAS would repack them on
+ * every call. Made at the start of a search (from the weights as they are then) and
+ * freed at its end; a decoder sets them on its ctx around each step. */
+struct intrus_decoder_layer;
+struct intrus_weight_packs *intrus_weight_packs_create(void);
+void intrus_weight_packs_add(struct intrus_weight_packs *p, const struct intrus_linear *l);
+void intrus_weight_packs_add_decoder_layer(struct intrus_weight_packs *p,
+                                           const struct intrus_decoder_layer *l);
+void intrus_weight_packs_free(struct intrus_weight_packs *p);
 
+/* For search, outside any graph: out[r] = log_softmax(x[r] w + bias) for R rows, written
+ * straight into the caller's buffer. x [R, in] with row stride ldx; w [in, V] packed by
+ * intrus_pack (from [V, in] for a tied embedding); bias [V] or NULL; out [R, V]. Blocks of
+ * rows are normalised while their logits are still in cache. */
+void intrus_linear_log_softmax(int R, const float *x, int ldx, const struct intrus_packed *w,
+                               const float *bias, float *out);
 struct intrus_norm {
   intrus_tensor *gain, *bias; /* [d] */
 };

@@ -89,6 +89,13 @@ bool intrus_ctx_training(const intrus_ctx *ctx);
 void intrus_ctx_set_grad(intrus_ctx *ctx, bool enabled);
 bool intrus_ctx_grad_enabled(const intrus_ctx *ctx);
 
+/* Packed copies of weights (intrus_weight_packs, nn.h) that no-gradient products with
+ * those weights use instead of intrus_gemm; NULL (the default) for none. The caller
+ * keeps them alive while they are set. */
+struct intrus_weight_packs;
+void intrus_ctx_set_packs(intrus_ctx *ctx, const struct intrus_weight_packs *packs);
+const struct intrus_weight_packs *intrus_ctx_packs(const intrus_ctx *ctx);
+
 /* Seeds dropout. Each dropout op draws a fresh stream id from a per-context counter
  * (reset to 0 by intrus_ctx_reset), so a step's masks depend on (seed, step, op order,
  * element index) only, never on the thread count. */

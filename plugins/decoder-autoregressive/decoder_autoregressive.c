@@ -139,6 +139,8 @@ struct step_state {
   float *kcross, *vcross; /* [layers][B][H][S][Dh] */
   uint8_t *mem_mask;      /* [B, S] */
   float *scores;          /* [rows * H * max(Tmax, S)] */
+  struct intrus_packed *out_w; /* the output layer, packed once per search */
+  struct intrus_weight_packs *packs; /* the layers' weights, likewise */
 };
 
 static size_t self_layer_floats(const struct step_state *st) {
@@ -165,6 +167,8 @@ static void dec_finish(void *self, void *state) {
   free(st->vcross);
   free(st->mem_mask);
   free(st->scores);
+  intrus_packed_free(st->out_w);
+  intrus_weight_packs_free(st->packs);
   free(st);
 }
 
@@ -200,6 +204,10 @@ static enum intrus_status dec_start(void *self, intrus_ctx *ctx, const struct in
                             (4 * self_n + 2 * cross_n) * sizeof(float) >> 20);
   }
   memcpy(st->mem_mask, mem->mask, (size_t)st->B * st->S);
+  st->out_w = dc->tie ? intrus_pack(dc->d, dc->vocab, dc->embed->data, dc->d, true)
+                      : intrus_pack(dc->d, dc->vocab, dc->proj.w->data, dc->vocab, false);
+  st->packs = intrus_weight_packs_create();
+  for (int l = 0; l < dc->layers; l++) intrus_weight_packs_add_decoder_layer(st->packs, &dc->layer[l]);
   bool grad = intrus_ctx_grad_enabled(ctx);
   intrus_ctx_set_grad(ctx, false);
   size_t per_layer = (size_t)st->B * st->S * dc->d;
@@ -355,6 +363,8 @@ static enum intrus_status dec_step(void *self, void *state, intrus_ctx *ctx,
   bool grad = intrus_ctx_grad_enabled(ctx), training = intrus_ctx_training(ctx);
   intrus_ctx_set_grad(ctx, false);
   intrus_ctx_set_training(ctx, false);
+  const struct intrus_weight_packs *packs = intrus_ctx_packs(ctx);
+  intrus_ctx_set_packs(ctx, st->packs);
   int rows = st->rows, d = dc->d;
   int shape1[2] = {rows, 1}, shape2[2] = {rows, d};
   intrus_tensor *x = intrus_embedding(ctx, dc->embed, tokens, 2, shape1);
@@ -381,12 +391,10 @@ static enum intrus_status dec_step(void *self, void *state, intrus_ctx *ctx,
     x = intrus_add(ctx, x, intrus_ffn_forward(ctx, &L->ffn, intrus_norm_forward(ctx, &L->n_ffn, x), 0.0f));
   }
   x = intrus_norm_forward(ctx, &dc->final_norm, x);
-  if (dc->tie)
-    intrus_linear_log_softmax(rows, d, dc->vocab, x->data, d, dc->embed->data, true, NULL, logp);
-  else
-    intrus_linear_log_softmax(rows, d, dc->vocab, x->data, d, dc->proj.w->data, false,
-                              dc->proj.b ? dc->proj.b->data : NULL, logp);
+  intrus_linear_log_softmax(rows, x->data, d, st->out_w,
+                            !dc->tie && dc->proj.b ? dc->proj.b->data : NULL, logp);
   st->t++;
+  intrus_ctx_set_packs(ctx, packs);
   intrus_ctx_set_grad(ctx, grad);
   intrus_ctx_set_training(ctx, training);
   return INTRUS_OK;

@@ -220,6 +220,7 @@ struct ins_cache {
   int B, S, layers, d;
   int *lens;     /* [B] */
   float *kv;     /* [layers][2][B*S, d]: cross-attention keys and values */
+  struct intrus_weight_packs *packs; /* the layers' weights, packed for the steps */
 };
 
 static void dec_finish(void *self, void *state) {
@@ -228,6 +229,7 @@ static void dec_finish(void *self, void *state) {
   if (!c) return;
   free(c->lens);
   free(c->kv);
+  intrus_weight_packs_free(c->packs);
   free(c);
 }
 
@@ -262,6 +264,8 @@ static enum intrus_status dec_ins_start(void *self, intrus_ctx *ctx,
     memcpy(c->kv + (2 * (size_t)l + 1) * rows * dc->d, v->data, rows * dc->d * sizeof(float));
   }
   intrus_ctx_set_grad(ctx, grad);
+  c->packs = intrus_weight_packs_create();
+  for (int l = 0; l < dc->layers; l++) intrus_weight_packs_add_decoder_layer(c->packs, &dc->layer[l]);
   *state = c;
   return INTRUS_OK;
 }
@@ -295,7 +299,10 @@ static enum intrus_status dec_ins_step(void *self, void *state, intrus_ctx *ctx,
     kc[l] = cache_view(ctx, c->kv + (2 * (size_t)l) * rows * dc->d, (int)rows, dc->d);
     vc[l] = cache_view(ctx, c->kv + (2 * (size_t)l + 1) * rows * dc->d, (int)rows, dc->d);
   }
+  const struct intrus_weight_packs *packs = intrus_ctx_packs(ctx);
+  intrus_ctx_set_packs(ctx, c->packs);
   *hidden = run_layers(ctx, dc, &L, embed(ctx, dc, &L, 0.0f), kc, vc, 0.0f);
+  intrus_ctx_set_packs(ctx, packs);
   intrus_ctx_set_grad(ctx, grad);
   intrus_ctx_set_training(ctx, training);
   return INTRUS_OK;
