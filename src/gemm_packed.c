@@ -41,6 +41,7 @@ struct intrus_packed {
   int ldb;
   bool trans;
   float *panel; /* [ceil(N / NR)][K][NR], zero beyond column N; NULL: fallback */
+  float *bias;  /* [ceil(N / NR) * NR] or NULL: added to every row of C */
 };
 
 static bool packing_enabled = true;
@@ -72,8 +73,20 @@ struct intrus_packed *intrus_pack(int K, int N, const float *B, int ldb, bool tr
   return p;
 }
 
+void intrus_packed_set_bias(struct intrus_packed *p, const float *bias) {
+  free(p->bias);
+  p->bias = NULL;
+  if (!bias) return;
+  const size_t n = ((size_t)p->N + NR - 1) / NR * NR;
+  if (posix_memalign((void **)&p->bias, 64, n * sizeof(float)))
+    intrus_panic("out of memory (%zu bytes)", n * sizeof(float));
+  memcpy(p->bias, bias, (size_t)p->N * sizeof(float));
+  for (size_t j = (size_t)p->N; j < n; j++) p->bias[j] = 0.0f;
+}
+
 void intrus_packed_free(struct intrus_packed *p) {
   if (!p) return;
+  free(p->bias);
   free(p->panel);
   free(p);
 }
@@ -84,15 +97,17 @@ int intrus_packed_n(const struct intrus_packed *p) { return p->N; }
 #if INTRUS_X86_DISPATCH
 #define AVX512 __attribute__((target("avx512f,fma")))
 
-/* C[mr, nc] = A[mr, K] panel[K, NR] (first nc columns). mr is a constant at every call
- * site, so the row loops unroll and the 24 accumulators stay in registers. */
+/* C[mr, nc] = bias + A[mr, K] panel[K, NR] (first nc columns; bias NR floats or NULL).
+ * mr is a constant at every call site, so the row loops unroll and the 24 accumulators
+ * stay in registers. */
 static inline __attribute__((always_inline)) AVX512 void
-tile(const int mr, int K, const float *a, int lda, const float *panel, float *c, int ldc,
-     int nc) {
+tile(const int mr, int K, const float *a, int lda, const float *panel, const float *bias,
+     float *c, int ldc, int nc) {
   __m512 acc[MR][4];
 #pragma GCC unroll 6
   for (int r = 0; r < MR; r++)
-    for (int j = 0; j < 4; j++) acc[r][j] = _mm512_setzero_ps();
+    for (int j = 0; j < 4; j++)
+      acc[r][j] = bias ? _mm512_load_ps(bias + 16 * j) : _mm512_setzero_ps();
   for (int k = 0; k < K; k++) {
     const float *pk = panel + (size_t)k * NR;
     const __m512 w0 = _mm512_load_ps(pk), w1 = _mm512_load_ps(pk + 16),
@@ -126,17 +141,18 @@ static AVX512 void panels_avx512(int M, const float *A, int lda, const struct in
                                  int q0, int q1, float *C, int ldc) {
   for (int q = q0; q < q1; q++) {
     const float *panel = B->panel + (size_t)q * B->K * NR;
+    const float *bias = B->bias ? B->bias + (size_t)q * NR : NULL;
     const int n0 = q * NR, nc = B->N - n0 < NR ? B->N - n0 : NR;
     for (int r = 0; r < M; r += MR) {
       const float *a = A + (size_t)r * lda;
       float *c = C + (size_t)r * ldc + n0;
       switch (M - r < MR ? M - r : MR) {
-      case 6: tile(6, B->K, a, lda, panel, c, ldc, nc); break;
-      case 5: tile(5, B->K, a, lda, panel, c, ldc, nc); break;
-      case 4: tile(4, B->K, a, lda, panel, c, ldc, nc); break;
-      case 3: tile(3, B->K, a, lda, panel, c, ldc, nc); break;
-      case 2: tile(2, B->K, a, lda, panel, c, ldc, nc); break;
-      default: tile(1, B->K, a, lda, panel, c, ldc, nc); break;
+      case 6: tile(6, B->K, a, lda, panel, bias, c, ldc, nc); break;
+      case 5: tile(5, B->K, a, lda, panel, bias, c, ldc, nc); break;
+      case 4: tile(4, B->K, a, lda, panel, bias, c, ldc, nc); break;
+      case 3: tile(3, B->K, a, lda, panel, bias, c, ldc, nc); break;
+      case 2: tile(2, B->K, a, lda, panel, bias, c, ldc, nc); break;
+      default: tile(1, B->K, a, lda, panel, bias, c, ldc, nc); break;
       }
     }
   }
@@ -168,4 +184,7 @@ void intrus_gemm_packed(int M, const float *A, int lda, const struct intrus_pack
   }
 #endif
   intrus_gemm(false, B->trans, M, B->N, B->K, 1.0f, A, lda, B->b, B->ldb, 0.0f, C, ldc);
+  if (B->bias)
+    for (int i = 0; i < M; i++)
+      for (int j = 0; j < B->N; j++) C[(size_t)i * ldc + j] += B->bias[j];
 }

@@ -317,6 +317,7 @@ struct search {
   float *pos;
   int R, nreq;                /* the tokens() batch: at most R rows */
   int *req_b, *req_sid, *req_state, *req_slot;
+  int *run;                   /* [R + 1] where each sentence's requests start */
   float *tok_logp;
   int32_t *scratch;           /* [max_ms + 1] */
 };
@@ -522,6 +523,7 @@ static void search_free(struct search *X) {
   free(X->req_sid);
   free(X->req_state);
   free(X->req_slot);
+  free(X->run);
   free(X->tok_logp);
   free(X->scratch);
 }
@@ -579,6 +581,7 @@ static enum intrus_status search_alloc(struct search *X, const int *max_steps,
   X->req_sid = xmalloc(rows * sizeof *X->req_sid);
   X->req_state = xmalloc(rows * sizeof *X->req_state);
   X->req_slot = xmalloc(rows * sizeof *X->req_slot);
+  X->run = xmalloc((rows + 1) * sizeof *X->run);
   X->tok_logp = xmalloc(rows * (size_t)(X->V > 0 ? X->V : 1) * sizeof *X->tok_logp);
   X->scratch = xmalloc((size_t)(max_ms + 1) * sizeof *X->scratch);
   return INTRUS_OK;
@@ -644,8 +647,18 @@ static enum intrus_status search_step(struct search *X, int t, bool *more,
     *tok_s += now_s() - t0;
     if (st) return st;
     if (stats) stats->slots_scored += X->nreq;
+    /* collect() adds each sentence's requests in one run, and sentences share nothing,
+     * so the runs are read in parallel. */
+    int nrun = 0;
     for (int r = 0; r < X->nreq; r++)
-      read_row(X, &X->S[X->req_b[r]], t, X->req_sid[r], X->tok_logp + (size_t)r * X->V);
+      if (r == 0 || X->req_b[r] != X->req_b[r - 1]) X->run[nrun++] = r;
+    X->run[nrun] = X->nreq;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) if (nrun > 1 && (long)X->nreq * X->V >= 65536)
+#endif
+    for (int u = 0; u < nrun; u++)
+      for (int r = X->run[u]; r < X->run[u + 1]; r++)
+        read_row(X, &X->S[X->req_b[r]], t, X->req_sid[r], X->tok_logp + (size_t)r * X->V);
   }
 
   for (int b = 0; b < X->nsent; b++) {

@@ -41,7 +41,9 @@ void intrus_weight_packs_add(struct intrus_weight_packs *p, const struct intrus_
   }
   const int in = l->w->shape[0], out = l->w->shape[1];
   p->w[p->n] = l->w;
-  p->packed[p->n++] = intrus_pack(in, out, l->w->data, out, false);
+  p->packed[p->n] = intrus_pack(in, out, l->w->data, out, false);
+  if (l->b) intrus_packed_set_bias(p->packed[p->n], l->b->data);
+  p->n++;
 }
 
 void intrus_weight_packs_add_decoder_layer(struct intrus_weight_packs *p,
@@ -81,9 +83,9 @@ intrus_tensor *intrus_linear_forward(intrus_ctx *ctx, const struct intrus_linear
     const int in = l->w->shape[0];
     intrus_gemm_packed(in ? (int)(x->n / (size_t)in) : 0, x->data, in, pk, y->data,
                        l->w->shape[1]);
-  } else {
-    y = intrus_matmul(ctx, x, l->w, false, false);
+    return y; /* the bias is packed with the weight */
   }
+  y = intrus_matmul(ctx, x, l->w, false, false);
   return l->b ? intrus_add(ctx, y, l->b) : y;
 }
 

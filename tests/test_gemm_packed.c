@@ -24,13 +24,14 @@ static float *random_floats(struct intrus_rng *r, size_t n) {
   return x;
 }
 
-/* Max |C - A op(B)| over C's M x N, relative to the sum of |terms| of each element. */
+/* Max |C - (bias + A op(B))| over C's M x N, relative to the sum of |terms| of each
+ * element; bias may be NULL. */
 static double max_rel_err(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
-                          bool trans, const float *C, int ldc) {
+                          bool trans, const float *bias, const float *C, int ldc) {
   double worst = 0.0;
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
-      double s = 0.0, mag = 1e-30;
+      double s = bias ? bias[j] : 0.0, mag = 1e-30 + fabs(s);
       for (int k = 0; k < K; k++) {
         double b = trans ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
         s += (double)A[(size_t)i * lda + k] * b;
@@ -60,12 +61,14 @@ static void check_shapes(bool kernel) {
           float *B = random_floats(&r, (size_t)(trans ? N : K) * ldb);
           float *C = malloc((size_t)M * ldc * sizeof *C);
           for (size_t i = 0; i < (size_t)M * ldc; i++) C[i] = 12345.0f; /* gaps stay */
+          float *bias = cases % 2 ? random_floats(&r, (size_t)N) : NULL;
           struct intrus_packed *p = intrus_pack(K, N, B, ldb, trans);
+          intrus_packed_set_bias(p, bias);
           EXPECT(intrus_packed_k(p) == K && intrus_packed_n(p) == N, "packed shape");
           double f0 = intrus_blas_flops();
           intrus_gemm_packed(M, A, lda, p, C, ldc);
           EXPECT_NEAR(intrus_blas_flops() - f0, 2.0 * M * N * K, 0.5);
-          double e = max_rel_err(M, N, K, A, lda, B, ldb, trans, C, ldc);
+          double e = max_rel_err(M, N, K, A, lda, B, ldb, trans, bias, C, ldc);
           EXPECT(e < 1e-6, "M %d N %d K %d trans %d kernel %d: rel. err %.3g", M, N, K, trans,
                  kernel, e);
           bool gaps = true;
@@ -73,6 +76,7 @@ static void check_shapes(bool kernel) {
             for (int j = N; j < ldc; j++) gaps = gaps && C[(size_t)i * ldc + j] == 12345.0f;
           EXPECT(gaps, "M %d N %d K %d: wrote beyond column N", M, N, K);
           intrus_packed_free(p);
+          free(bias);
           free(A);
           free(B);
           free(C);

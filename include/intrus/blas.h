@@ -31,9 +31,11 @@ void intrus_gemm_batched(int count, bool trans_a, bool trans_b, int M, int N, in
 struct intrus_packed;
 struct intrus_packed *intrus_pack(int K, int N, const float *B, int ldb, bool trans_b);
 void intrus_packed_free(struct intrus_packed *p);
+/* Makes later products C = A op(B) + bias (bias [N], copied; NULL: none). */
+void intrus_packed_set_bias(struct intrus_packed *p, const float *bias);
 int intrus_packed_k(const struct intrus_packed *p);
 int intrus_packed_n(const struct intrus_packed *p);
-/* C[M,N] = A[M,K] op(B), row-major, lda/ldc row strides. */
+/* C[M,N] = A[M,K] op(B) (+ bias), row-major, lda/ldc row strides. */
 void intrus_gemm_packed(int M, const float *A, int lda, const struct intrus_packed *B,
                         float *C, int ldc);
 /* Whether later intrus_pack calls use the kernel (default) or leave products to
