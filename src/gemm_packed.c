@@ -91,6 +91,7 @@ void intrus_packed_free(struct intrus_packed *p) {
   free(p);
 }
 
+bool intrus_packed_uses_kernel(const struct intrus_packed *p) { return p->panel != NULL; }
 int intrus_packed_k(const struct intrus_packed *p) { return p->K; }
 int intrus_packed_n(const struct intrus_packed *p) { return p->N; }
 

@@ -95,6 +95,17 @@ static void check_threads(void) {
   float *A = random_floats(&r, (size_t)M * K), *B = random_floats(&r, (size_t)K * N);
   float *C1 = malloc((size_t)M * N * sizeof *C1), *C2 = malloc((size_t)M * N * sizeof *C2);
   struct intrus_packed *p = intrus_pack(K, N, B, N, false);
+  /* The intrus_gemm fallback (no AVX-512, as under valgrind) splits products by the
+   * thread count, like OpenBLAS: its last bits may differ. */
+  if (!intrus_packed_uses_kernel(p)) {
+    printf("no AVX-512: thread-count independence not checked\n");
+    intrus_packed_free(p);
+    free(A);
+    free(B);
+    free(C1);
+    free(C2);
+    return;
+  }
   int nt = omp_get_max_threads();
   omp_set_num_threads(1);
   intrus_blas_set_threads(1);

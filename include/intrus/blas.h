@@ -33,6 +33,8 @@ struct intrus_packed *intrus_pack(int K, int N, const float *B, int ldb, bool tr
 void intrus_packed_free(struct intrus_packed *p);
 /* Makes later products C = A op(B) + bias (bias [N], copied; NULL: none). */
 void intrus_packed_set_bias(struct intrus_packed *p, const float *bias);
+/* Whether products with p run intrus's kernel (false: they go to intrus_gemm). */
+bool intrus_packed_uses_kernel(const struct intrus_packed *p);
 int intrus_packed_k(const struct intrus_packed *p);
 int intrus_packed_n(const struct intrus_packed *p);
 /* C[M,N] = A[M,K] op(B) (+ bias), row-major, lda/ldc row strides. */
