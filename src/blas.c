@@ -100,7 +100,7 @@ static void gemm_part(int t, int nt, bool trans_a, bool trans_b, int M, int N, i
   }
 }
 
-static bool run_alone(int nt, double macs) {
+bool intrus_gemm_run_alone(int nt, double macs) {
 #ifdef _OPENMP
   return nt < 2 || macs < SPLIT_MIN_MACS || omp_in_parallel();
 #else
@@ -117,7 +117,7 @@ void intrus_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
   const double macs = (double)M * N * K;
   const int nt = threads_now();
   intrus_blas_count_flops(2.0 * macs);
-  const bool alone = run_alone(nt, macs);
+  const bool alone = intrus_gemm_run_alone(nt, macs);
   (void)alone; /* read by the pragma only */
   /* Alone, the one thread's share is the whole product. */
 #ifdef _OPENMP
@@ -140,7 +140,7 @@ void intrus_gemm_batched(int count, bool trans_a, bool trans_b, int M, int N, in
    * into thin blocks, and there is one parallel region for the lot. */
   if (count >= 4 * nt || (count >= nt && count % nt == 0)) {
     intrus_blas_count_flops(2.0 * macs * count);
-    const bool alone = run_alone(nt, macs * count);
+    const bool alone = intrus_gemm_run_alone(nt, macs * count);
     (void)alone; /* read by the pragma only */
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(nt) if (!alone)

@@ -31,10 +31,6 @@
 #define NR 64 /* columns per panel: four 16-float vectors */
 #define MR 6  /* rows per tile: 6 x 4 accumulators, 4 panel vectors and a broadcast */
 
-/* Products smaller than this (in multiply-adds) stay on the calling thread, as in
- * intrus_gemm. */
-#define SPLIT_MIN_MACS (1 << 18)
-
 struct intrus_packed {
   int K, N;
   const float *b; /* the caller's matrix, for the fallback */
@@ -168,10 +164,9 @@ void intrus_gemm_packed(int M, const float *A, int lda, const struct intrus_pack
     const double macs = (double)M * B->N * B->K;
     intrus_blas_count_flops(2.0 * macs);
     const int np = (B->N + NR - 1) / NR;
-    int nt = intrus_blas_threads();
-    bool alone = nt < 2 || macs < SPLIT_MIN_MACS;
+    const int nt = intrus_blas_threads();
+    const bool alone = intrus_gemm_run_alone(nt, macs);
 #ifdef _OPENMP
-    alone = alone || omp_in_parallel();
 #pragma omp parallel num_threads(nt) if (!alone)
     {
       const int t = omp_get_thread_num(), n = omp_get_num_threads();

@@ -59,7 +59,7 @@ static enum intrus_status scorer_tokens(void *user, int n, const int *state, con
     memcpy(x + (size_t)i * d, s->hidden->data + (size_t)(s->row0[state[i]] + slot[i]) * d,
            (size_t)d * sizeof *x);
   }
-  intrus_linear_log_softmax(n, x, d, s->tok_packed, NULL, tok_logp);
+  intrus_linear_log_softmax(n, x, d, s->tok_packed, tok_logp);
   return INTRUS_OK;
 }
 

@@ -46,12 +46,16 @@ void intrus_weight_packs_add(struct intrus_weight_packs *p, const struct intrus_
   p->n++;
 }
 
-void intrus_weight_packs_add_decoder_layer(struct intrus_weight_packs *p,
-                                           const struct intrus_decoder_layer *l) {
-  const struct intrus_linear *all[] = {&l->self.q,  &l->self.k,  &l->self.v, &l->self.o,
-                                       &l->cross.q, &l->cross.k, &l->cross.v, &l->cross.o,
-                                       &l->ffn.in,  &l->ffn.out};
-  for (size_t i = 0; i < sizeof all / sizeof *all; i++) intrus_weight_packs_add(p, all[i]);
+struct intrus_weight_packs *intrus_weight_packs_for_decoder(const struct intrus_decoder_layer *l,
+                                                            int n) {
+  struct intrus_weight_packs *p = intrus_weight_packs_create();
+  for (int i = 0; i < n; i++) {
+    const struct intrus_linear *step[] = {&l[i].self.q,  &l[i].self.k,  &l[i].self.v,
+                                          &l[i].self.o,  &l[i].cross.q, &l[i].cross.o,
+                                          &l[i].ffn.in, &l[i].ffn.out};
+    for (size_t j = 0; j < sizeof step / sizeof *step; j++) intrus_weight_packs_add(p, step[j]);
+  }
+  return p;
 }
 
 void intrus_weight_packs_free(struct intrus_weight_packs *p) {

@@ -127,6 +127,9 @@ static inline void intrus_omp_range(long n, long *lo, long *hi) {
 
 /* Adds products computed outside intrus_gemm (src/gemm_packed.c) to intrus_blas_flops. */
 void intrus_blas_count_flops(double flops);
+/* Whether a product of `macs` multiply-adds runs on the calling thread alone (small,
+ * one thread, or already inside a parallel region) rather than split across nt. */
+bool intrus_gemm_run_alone(int nt, double macs);
 
 /* 2: AVX-512F and FMA, 1: AVX2 and FMA, 0: neither, or no dispatch. */
 static inline int intrus_x86_level(void) {

@@ -316,15 +316,11 @@ void intrus_logsumexp_masked_backward(intrus_ctx *ctx, intrus_tensor *out) {
  * rows would write them to memory, and the two normalising passes read them back. */
 #define LSM_BLOCK 32
 
-/* n rows of V logits in place: add the bias (may be NULL), then subtract each row's
- * log-sum-exp (a row of -inf stays -inf). */
-INTRUS_CLONES static void rows_log_normalise(float *x, int n, int V, const float *bias) {
+/* n rows of V logits in place: subtract each row's log-sum-exp (a row of -inf stays
+ * -inf). */
+INTRUS_CLONES static void rows_log_normalise(float *x, int n, int V) {
   for (int r = 0; r < n; r++) {
     float *row = x + (size_t)r * V;
-    if (bias) {
-      OMP_SIMD
-      for (int j = 0; j < V; j++) row[j] += bias[j];
-    }
     const float lse = row_logsumexp_dense(row, V);
     const float shift = lse == -INFINITY ? 0.0f : lse;
     OMP_SIMD
@@ -333,7 +329,7 @@ INTRUS_CLONES static void rows_log_normalise(float *x, int n, int V, const float
 }
 
 void intrus_linear_log_softmax(int R, const float *x, int ldx, const struct intrus_packed *w,
-                               const float *bias, float *out) {
+                               float *out) {
   const int V = intrus_packed_n(w);
   if (R <= 0 || V <= 0) return;
   const int blocks = (R + LSM_BLOCK - 1) / LSM_BLOCK;
@@ -345,7 +341,7 @@ void intrus_linear_log_softmax(int R, const float *x, int ldx, const struct intr
   if (blocks < 2 * nt) {
     intrus_gemm_packed(R, x, ldx, w, out, V);
     OMP_FOR((size_t)R * V)
-    for (int r = 0; r < R; r++) rows_log_normalise(out + (size_t)r * V, 1, V, bias);
+    for (int r = 0; r < R; r++) rows_log_normalise(out + (size_t)r * V, 1, V);
     return;
   }
   OMP_FOR_DYNAMIC((size_t)R * V)
@@ -353,6 +349,6 @@ void intrus_linear_log_softmax(int R, const float *x, int ldx, const struct intr
     const int r0 = b * LSM_BLOCK, n = R - r0 < LSM_BLOCK ? R - r0 : LSM_BLOCK;
     float *o = out + (size_t)r0 * V;
     intrus_gemm_packed(n, x + (size_t)r0 * ldx, ldx, w, o, V);
-    rows_log_normalise(o, n, V, bias);
+    rows_log_normalise(o, n, V);
   }
 }

@@ -182,7 +182,8 @@ static void check_log_softmax(void) {
       float *x = random_floats(&r, (size_t)R * (in + 1));
       float *out = malloc((size_t)R * V * sizeof *out);
       struct intrus_packed *p = intrus_pack(in, V, w, trans ? in : V, trans);
-      intrus_linear_log_softmax(R, x, in + 1, p, bias, out);
+      intrus_packed_set_bias(p, bias);
+      intrus_linear_log_softmax(R, x, in + 1, p, out);
       double worst = 0.0, worst_sum = 0.0;
       for (int i = 0; i < R; i++) {
         double mx = -INFINITY, z[333], s = 0.0, total = 0.0;

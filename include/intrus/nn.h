@@ -33,16 +33,19 @@ intrus_tensor *intrus_linear_forward(intrus_ctx *ctx, const struct intrus_linear
 struct intrus_decoder_layer;
 struct intrus_weight_packs *intrus_weight_packs_create(void);
 void intrus_weight_packs_add(struct intrus_weight_packs *p, const struct intrus_linear *l);
-void intrus_weight_packs_add_decoder_layer(struct intrus_weight_packs *p,
-                                           const struct intrus_decoder_layer *l);
+/* The linears a search step of decoder layers [0, n) multiplies by (not cross.k /
+ * cross.v: the memory is projected once, at the start). */
+struct intrus_weight_packs *intrus_weight_packs_for_decoder(const struct intrus_decoder_layer *l,
+                                                            int n);
 void intrus_weight_packs_free(struct intrus_weight_packs *p);
 
 /* For search, outside any graph: out[r] = log_softmax(x[r] w + bias) for R rows, written
  * straight into the caller's buffer. x [R, in] with row stride ldx; w [in, V] packed by
- * intrus_pack (from [V, in] for a tied embedding); bias [V] or NULL; out [R, V]. Blocks of
- * rows are normalised while their logits are still in cache. */
+ * intrus_pack (from [V, in] for a tied embedding), with its bias if it has one
+ * (intrus_packed_set_bias); out [R, V]. Blocks of rows are normalised while their logits
+ * are still in cache. */
 void intrus_linear_log_softmax(int R, const float *x, int ldx, const struct intrus_packed *w,
-                               const float *bias, float *out);
+                               float *out);
 struct intrus_norm {
   intrus_tensor *gain, *bias; /* [d] */
 };

@@ -204,10 +204,13 @@ static enum intrus_status dec_start(void *self, intrus_ctx *ctx, const struct in
                             (4 * self_n + 2 * cross_n) * sizeof(float) >> 20);
   }
   memcpy(st->mem_mask, mem->mask, (size_t)st->B * st->S);
-  st->out_w = dc->tie ? intrus_pack(dc->d, dc->vocab, dc->embed->data, dc->d, true)
-                      : intrus_pack(dc->d, dc->vocab, dc->proj.w->data, dc->vocab, false);
-  st->packs = intrus_weight_packs_create();
-  for (int l = 0; l < dc->layers; l++) intrus_weight_packs_add_decoder_layer(st->packs, &dc->layer[l]);
+  if (dc->tie) {
+    st->out_w = intrus_pack(dc->d, dc->vocab, dc->embed->data, dc->d, true);
+  } else {
+    st->out_w = intrus_pack(dc->d, dc->vocab, dc->proj.w->data, dc->vocab, false);
+    if (dc->proj.b) intrus_packed_set_bias(st->out_w, dc->proj.b->data);
+  }
+  st->packs = intrus_weight_packs_for_decoder(dc->layer, dc->layers);
   bool grad = intrus_ctx_grad_enabled(ctx);
   intrus_ctx_set_grad(ctx, false);
   size_t per_layer = (size_t)st->B * st->S * dc->d;
@@ -391,8 +394,7 @@ static enum intrus_status dec_step(void *self, void *state, intrus_ctx *ctx,
     x = intrus_add(ctx, x, intrus_ffn_forward(ctx, &L->ffn, intrus_norm_forward(ctx, &L->n_ffn, x), 0.0f));
   }
   x = intrus_norm_forward(ctx, &dc->final_norm, x);
-  intrus_linear_log_softmax(rows, x->data, d, st->out_w,
-                            !dc->tie && dc->proj.b ? dc->proj.b->data : NULL, logp);
+  intrus_linear_log_softmax(rows, x->data, d, st->out_w, logp);
   st->t++;
   intrus_ctx_set_packs(ctx, packs);
   intrus_ctx_set_grad(ctx, grad);

@@ -264,8 +264,7 @@ static enum intrus_status dec_ins_start(void *self, intrus_ctx *ctx,
     memcpy(c->kv + (2 * (size_t)l + 1) * rows * dc->d, v->data, rows * dc->d * sizeof(float));
   }
   intrus_ctx_set_grad(ctx, grad);
-  c->packs = intrus_weight_packs_create();
-  for (int l = 0; l < dc->layers; l++) intrus_weight_packs_add_decoder_layer(c->packs, &dc->layer[l]);
+  c->packs = intrus_weight_packs_for_decoder(dc->layer, dc->layers);
   *state = c;
   return INTRUS_OK;
 }
