@@ -3,12 +3,14 @@
 #include <string.h>
 #ifdef __GLIBC__
 #include <malloc.h>
+#include <sys/mman.h>
 #endif
 
 #include "intrus/tensor.h"
 #include "ops_internal.h"
 
 #define ARENA_ALIGN 64
+#define HUGE_PAGE ((size_t)2 << 20)
 #define ARENA_DEFAULT (64u << 20)
 
 struct arena_chunk {
@@ -29,8 +31,12 @@ struct intrus_ctx {
 
 static void *xmalloc_aligned(size_t size) {
   void *p = NULL;
-  if (posix_memalign(&p, ARENA_ALIGN, size ? size : ARENA_ALIGN) != 0)
+  size_t align = size >= HUGE_PAGE ? HUGE_PAGE : ARENA_ALIGN;
+  if (posix_memalign(&p, align, size ? size : ARENA_ALIGN) != 0)
     intrus_panic("out of memory allocating %zu bytes", size);
+#ifdef MADV_HUGEPAGE
+  if (size >= HUGE_PAGE) (void)madvise(p, size & ~(size_t)(HUGE_PAGE - 1), MADV_HUGEPAGE);
+#endif
   return p;
 }
 

@@ -333,7 +333,7 @@ static void test_thread_independence(void) {
   intrus_ctx *ctx = intrus_ctx_create(1 << 20);
   struct intrus_rng r;
   intrus_rng_seed(&r, 13);
-  const int rows = 700, cols = 300; /* 210000 elements, 5 column blocks */
+  const int rows = 700, cols = 300; /* 210000 elements; 3 row chunks, the last partial */
   float *xa = malloc((size_t)rows * cols * sizeof(float)), xb[300], d1[300], d2[300];
   fill_uniform(&r, xa, (size_t)rows * cols, -1.0f, 1.0f);
   fill_uniform(&r, xb, cols, -1.0f, 1.0f);
