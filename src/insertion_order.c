@@ -85,6 +85,8 @@ enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,
   }
   size_t total = (size_t)off[B] - (size_t)off[0];
   const size_t V = scorer ? (size_t)scorer->vocab : 0;
+  /* tokens() is asked in rounds, so the buffer stays small whatever the batch. */
+  const size_t qround = scorer ? intrus_ins_token_round_rows(scorer->vocab, max_slots) : 0;
 
   struct greedy_buf g = {0};
   g.part = malloc((total + 1) * sizeof *g.part);
@@ -102,7 +104,7 @@ enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,
     g.qstate = malloc((max_slots + 1) * sizeof *g.qstate);
     g.qslot = malloc((max_slots + 1) * sizeof *g.qslot);
     g.pos_logp = malloc((max_pos + 1) * sizeof *g.pos_logp);
-    g.tok_logp = malloc((max_slots * V + 1) * sizeof *g.tok_logp);
+    g.tok_logp = malloc((qround * V + 1) * sizeof *g.tok_logp);
     ok = g.pq && g.plogp && g.qstate && g.qslot && g.pos_logp && g.tok_logp;
   }
   if (!ok) {
@@ -157,12 +159,17 @@ enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,
     if (scorer) {
       struct intrus_ins_states states = {S, g.sent, g.soff, g.stok};
       st = scorer->positions(scorer->user, &states, g.pos_logp, err);
-      if (st == INTRUS_OK) st = scorer->tokens(scorer->user, Q, g.qstate, g.qslot, g.tok_logp, err);
+      /* Pairs are in query order, so each round's pairs are the next ones. */
+      for (int q0 = 0, j = 0; q0 < Q && st == INTRUS_OK; q0 += (int)qround) {
+        int nq = Q - q0 < (int)qround ? Q - q0 : (int)qround;
+        st = scorer->tokens(scorer->user, nq, g.qstate + q0, g.qslot + q0, g.tok_logp, err);
+        for (; st == INTRUS_OK && j < P && g.pq[j] < q0 + nq; j++)
+          g.plogp[j] = g.tok_logp[(size_t)(g.pq[j] - q0) * V + (size_t)g.ptok[j]];
+      }
       if (st != INTRUS_OK) break;
       for (int s = 0; s < S; s++) {
         const float *pl = g.pos_logp + g.soff[s] + 2 * s;
-        for (int j = g.pbeg[s]; j < g.pbeg[s + 1]; j++)
-          g.plogp[j] = pl[g.pslot[j]] + g.tok_logp[(size_t)g.pq[j] * V + (size_t)g.ptok[j]];
+        for (int j = g.pbeg[s]; j < g.pbeg[s + 1]; j++) g.plogp[j] = pl[g.pslot[j]] + g.plogp[j];
       }
     }
 

@@ -52,13 +52,6 @@
 #include "search_cut.h"
 #include "xalloc.h"
 
-/* Room in the token-softmax buffer: bounds the memory of one tokens() call whatever
- * the batch, the beam and the lengths (512 rows of 8,000 tokens). Small enough for
- * glibc to reuse rather than map afresh per search (intrus_malloc_keep_pages), and
- * smaller rounds let theta rise between them; a round of 512 rows is still a large
- * product. */
-#define TOKEN_BUFFER_BYTES ((size_t)16 << 20)
-
 /* Per normalisation step, how far above 1 a float distribution from a scorer may sum;
  * keeps the early stop a proof rather than a float coincidence. */
 #define NORM_SLACK 1e-5
@@ -573,9 +566,9 @@ static enum intrus_status search_alloc(struct search *X, const int *max_steps,
   X->st_off = xmalloc((states + 1) * sizeof *X->st_off);
   X->st_tok = xmalloc(state_tok * sizeof *X->st_tok);
   X->pos = xmalloc(pos * sizeof *X->pos);
-  size_t rows = TOKEN_BUFFER_BYTES / ((size_t)(X->V > 0 ? X->V : 1) * sizeof(float));
-  if (rows < 1) rows = 1;
-  if (rows > slots) rows = slots ? slots : 1;
+  /* Token-softmax rounds bound the buffer; smaller rounds also let theta rise between
+   * them. */
+  size_t rows = intrus_ins_token_round_rows(X->V, slots);
   X->R = (int)rows;
   X->req_b = xmalloc(rows * sizeof *X->req_b);
   X->req_sid = xmalloc(rows * sizeof *X->req_sid);

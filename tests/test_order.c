@@ -65,7 +65,11 @@ struct fake {
   int fail_call;       /* positions() call (0-based) that fails; -1: none */
   int states_per_call[MAXN + 1];
   int state_k[MAXN + 1];  /* k of every state of that call, or -1 when they differ */
-  bool pending;        /* a positions() call awaits its tokens() call */
+  bool pending;        /* a positions() call awaits its first tokens() call */
+  bool open;           /* tokens() may read the last positions() call's states */
+  int vocab;           /* row width of tok_logp: VOCAB, or wider (padded with -inf) so
+                          that the callers must split a step into several tokens() rounds */
+  unsigned char *asked; /* [nstates][MAXN + 1]: slots read since the last positions() */
   /* The states of the last positions() call. */
   int nstates, cap, tcap;
   int *sent, *soff;
@@ -76,6 +80,7 @@ static void fake_free(struct fake *f) {
   free(f->sent);
   free(f->soff);
   free(f->tok);
+  free(f->asked);
 }
 
 static bool is_subseq(const int32_t *a, int k, const int32_t *y, int n) {
@@ -91,6 +96,7 @@ static enum intrus_status fake_positions(void *user, const struct intrus_ins_sta
   int call = f->positions_calls++;
   if (f->pending) f->bad++, fprintf(stderr, "positions() twice without tokens()\n");
   f->pending = true;
+  f->open = true;
   if (call == f->fail_call)
     return intrus_error_set(err, INTRUS_ERR_INVALID, "fake scorer fails call %d", call);
   if (call <= MAXN) {
@@ -107,6 +113,8 @@ static enum intrus_status fake_positions(void *user, const struct intrus_ins_sta
     f->tok = realloc(f->tok, (size_t)f->tcap * sizeof *f->tok);
   }
   f->nstates = st->count;
+  free(f->asked);
+  f->asked = calloc((size_t)st->count * (MAXN + 1) + 1, 1);
   memcpy(f->tok, st->tok, (size_t)st->off[st->count] * sizeof *f->tok);
   for (int s = 0; s < st->count; s++) {
     int b = st->sent[s], k = st->off[s + 1] - st->off[s];
@@ -135,7 +143,7 @@ static enum intrus_status fake_tokens(void *user, int n, const int *state, const
   (void)err;
   struct fake *f = user;
   f->tokens_calls++;
-  if (!f->pending) f->bad++, fprintf(stderr, "tokens() without positions()\n");
+  if (!f->open) f->bad++, fprintf(stderr, "tokens() without positions()\n");
   f->pending = false;
   for (int q = 0; q < n; q++) {
     int s = state[q];
@@ -144,11 +152,10 @@ static enum intrus_status fake_tokens(void *user, int n, const int *state, const
       fprintf(stderr, "tokens(): state %d of %d\n", s, f->nstates);
       continue;
     }
-    for (int r = 0; r < q; r++)
-      if (state[r] == s && slot[r] == slot[q]) {
-        f->bad++;
-        fprintf(stderr, "tokens(): state %d slot %d asked twice\n", s, slot[q]);
-      }
+    if (slot[q] >= 0 && slot[q] <= MAXN && f->asked[(size_t)s * (MAXN + 1) + slot[q]]++) {
+      f->bad++;
+      fprintf(stderr, "tokens(): state %d slot %d asked twice\n", s, slot[q]);
+    }
     int b = f->sent[s], k = f->soff[s + 1] - f->soff[s];
     const int32_t *tok = f->tok + f->soff[s];
     /* The expensive V-wide softmax is only wanted where a correct insertion can go. */
@@ -164,10 +171,15 @@ static enum intrus_status fake_tokens(void *user, int n, const int *state, const
               slot[q]);
       continue;
     }
-    fake_tok(b, tok, k, slot[q], tok_logp + (size_t)q * VOCAB);
+    float *row = tok_logp + (size_t)q * f->vocab;
+    fake_tok(b, tok, k, slot[q], row);
+    for (int c = VOCAB; c < f->vocab; c++) row[c] = -INFINITY;
   }
   return INTRUS_OK;
 }
+
+/* Row width of the fakes fake_init() makes. */
+static int fake_width = VOCAB;
 
 static void fake_init(struct fake *f, const int *off, const int32_t *y, int nsent) {
   memset(f, 0, sizeof *f);
@@ -175,10 +187,11 @@ static void fake_init(struct fake *f, const int *off, const int32_t *y, int nsen
   f->y = y;
   f->nsent = nsent;
   f->fail_call = -1;
+  f->vocab = fake_width;
 }
 
 static struct intrus_ins_scorer fake_scorer(struct fake *f) {
-  return (struct intrus_ins_scorer){VOCAB, fake_positions, fake_tokens, f};
+  return (struct intrus_ins_scorer){f->vocab, fake_positions, fake_tokens, f};
 }
 
 /* ---- targets and checks ----------------------------------------------------------- */
@@ -937,6 +950,45 @@ static void expect_bad(const char *name, const char *settings, enum intrus_statu
   intrus_plugin_close(p.plugin);
 }
 
+/* A vocabulary so wide that one tokens() round holds 20 slots: the policies must ask for
+ * a step's slots in several rounds (each slot once) and choose exactly what they choose
+ * when the whole step fits one call (the extra tokens have probability 0). */
+static void test_rounds(void) {
+  const int wide = 200000;
+  EXPECT(intrus_ins_token_round_rows(wide, 1000) == 20, "%zu rows per round",
+         intrus_ins_token_round_rows(wide, 1000));
+  struct intrus_rng r;
+  intrus_rng_seed(&r, 31);
+  int lens[30];
+  for (int b = 0; b < 30; b++) lens[b] = 6 + b % 5;
+  struct targets t;
+  targets_random(&t, &r, lens, 30, 3);
+  size_t total = (size_t)t.off[t.count];
+  static const char *const names[] = {"sampled", "argmax"};
+  for (int i = 0; i < 2; i++) {
+    struct policy p;
+    if (!policy_load(names[i], &p)) continue;
+    void *self = policy_new(&p, NULL);
+    struct intrus_ins_step one[64 * MAXN], rounds[64 * MAXN];
+    struct intrus_error err = {0};
+    struct fake f;
+    EXPECT(policy_run(&p, self, &t, 5, &f, one, &err) == INTRUS_OK, "%s: %s", names[i], err.msg);
+    int calls_one = f.tokens_calls, bad_one = f.bad;
+    fake_width = wide;
+    EXPECT(policy_run(&p, self, &t, 5, &f, rounds, &err) == INTRUS_OK, "%s: %s", names[i],
+           err.msg);
+    fake_width = VOCAB;
+    EXPECT(!bad_one && !f.bad, "%s: %d / %d protocol errors", names[i], bad_one, f.bad);
+    EXPECT(calls_one == f.positions_calls && f.tokens_calls > f.positions_calls,
+           "%s: %d tokens() calls in one piece, %d in rounds, %d positions()", names[i],
+           calls_one, f.tokens_calls, f.positions_calls);
+    EXPECT(!memcmp(one, rounds, total * sizeof *one), "%s: rounds changed the trajectories",
+           names[i]);
+    p.vt->destroy(self);
+    intrus_plugin_close(p.plugin);
+  }
+}
+
 static void test_settings(void) {
   expect_bad("sampled", "temperature = 0.0;", INTRUS_ERR_CONFIG, "order.temperature");
   expect_bad("sampled", "temperature = -1.0;", INTRUS_ERR_CONFIG, "order.temperature");
@@ -981,6 +1033,7 @@ int main(void) {
   test_tiny_temperature();
   test_argmax_exact();
   test_driver();
+  test_rounds();
   test_settings();
   intrus_plugin_search_free(search);
   return test_finish("test_order");

@@ -13,6 +13,7 @@
 #define INTRUS_INSERTION_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "intrus/status.h"
@@ -71,9 +72,10 @@ struct intrus_ins_states {
   const int32_t *tok;
 };
 
-/* Calls come in pairs: positions() runs the decoder over a batch of states; tokens()
- * then reads token distributions at slots of those states (the expensive V-wide
- * softmax, asked for only where it is needed). */
+/* positions() runs the decoder over a batch of states; one or more tokens() calls then
+ * read token distributions at slots of those states (the expensive V-wide softmax,
+ * asked for only where it is needed, each slot at most once, in rounds of
+ * intrus_ins_token_round_rows()). */
 struct intrus_ins_scorer {
   int vocab;  /* V: token ids 0..V-1 (ids below INTRUS_NUM_SPECIAL are special) */
   /* log p(pos) of each state's k_s + 2 positions (slots 0..k_s, then finish), packed in
@@ -86,6 +88,23 @@ struct intrus_ins_scorer {
                                float *tok_logp, struct intrus_error *err);
   void *user;
 };
+
+/* Callers ask tokens() in rounds of at most this many bytes of output (512 rows of
+ * 8,000 tokens), whatever the batch, beam and lengths: a buffer this small is reused by
+ * glibc from call to call (intrus_malloc_keep_pages), while a fresh one sized for a
+ * whole step (70 MB for a training batch) is mapped anew each time, and its page faults
+ * cost more than the softmax written into it. A round of 512 rows is still a large
+ * product. */
+#define INTRUS_INS_TOKEN_ROUND_BYTES ((size_t)16 << 20)
+
+/* Rows per tokens() round for a vocabulary of V: at least 1, at most `slots` (1 if
+ * none). */
+static inline size_t intrus_ins_token_round_rows(int V, size_t slots) {
+  size_t rows = INTRUS_INS_TOKEN_ROUND_BYTES / ((size_t)(V > 0 ? V : 1) * sizeof(float));
+  if (rows < 1) rows = 1;
+  if (rows > slots) rows = slots ? slots : 1;
+  return rows;
+}
 
 /* ---- insertion beam search ------------------------------------------------------ */
 

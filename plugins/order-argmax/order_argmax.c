@@ -70,7 +70,8 @@ struct bufs {
   int *pslot, *pbeg, *pq;
   int32_t *ptok;
   int *qstate, *qslot;
-  float *pos_logp, *tok_logp;
+  float *pos_logp, *tok_logp; /* tok_logp: one tokens() round */
+  float *plogp;                /* [pairs] log p(c | slot) of each pair */
   struct cand *cand;
 };
 
@@ -93,6 +94,7 @@ static void bufs_free(struct bufs *u) {
   free(u->qslot);
   free(u->pos_logp);
   free(u->tok_logp);
+  free(u->plogp);
   free(u->cand);
 }
 
@@ -163,10 +165,13 @@ static enum intrus_status argmax_trajectories(void *self, const struct intrus_or
   u.qstate = malloc((max_slots + 1) * sizeof *u.qstate);
   u.qslot = malloc((max_slots + 1) * sizeof *u.qslot);
   u.pos_logp = malloc((max_pos + 1) * sizeof *u.pos_logp);
-  u.tok_logp = malloc((max_slots * V + 1) * sizeof *u.tok_logp);
+  /* tokens() is asked in rounds, so this buffer stays small whatever the batch. */
+  const size_t qround = intrus_ins_token_round_rows(scorer->vocab, max_slots);
+  u.tok_logp = malloc((qround * V + 1) * sizeof *u.tok_logp);
+  u.plogp = malloc((max_pairs + 1) * sizeof *u.plogp);
   u.cand = malloc((max_pairs + 1) * sizeof *u.cand);
   ok = ok && u.nhyp && u.sent && u.shyp && u.soff && u.stok && u.pslot && u.ptok && u.pq &&
-       u.pbeg && u.qstate && u.qslot && u.pos_logp && u.tok_logp && u.cand;
+       u.pbeg && u.qstate && u.qslot && u.pos_logp && u.tok_logp && u.plogp && u.cand;
   if (!ok) {
     bufs_free(&u);
     return intrus_error_set(err, INTRUS_ERR_NOMEM,
@@ -222,9 +227,15 @@ static enum intrus_status argmax_trajectories(void *self, const struct intrus_or
     u.pbeg[S] = P;
 
     struct intrus_ins_states states = {S, u.sent, u.soff, u.stok};
-    if ((st = scorer->positions(scorer->user, &states, u.pos_logp, err)) ||
-        (st = scorer->tokens(scorer->user, Q, u.qstate, u.qslot, u.tok_logp, err)))
-      break;
+    if ((st = scorer->positions(scorer->user, &states, u.pos_logp, err))) break;
+    /* Pairs are in query order, so each round's pairs are the next ones. */
+    for (int q0 = 0, j = 0; q0 < Q && st == INTRUS_OK; q0 += (int)qround) {
+      int nq = Q - q0 < (int)qround ? Q - q0 : (int)qround;
+      st = scorer->tokens(scorer->user, nq, u.qstate + q0, u.qslot + q0, u.tok_logp, err);
+      for (; st == INTRUS_OK && j < P && u.pq[j] < q0 + nq; j++)
+        u.plogp[j] = u.tok_logp[(size_t)(u.pq[j] - q0) * V + (size_t)u.ptok[j]];
+    }
+    if (st) break;
 
     /* The states of a sentence are consecutive, so are their pairs: select per
      * sentence over that range. */
@@ -237,7 +248,7 @@ static enum intrus_status argmax_trajectories(void *self, const struct intrus_or
         const float *pl = u.pos_logp + u.soff[s] + 2 * s;
         double base = u.score[cur][(size_t)b * K + u.shyp[s]];
         for (int j = u.pbeg[s]; j < u.pbeg[s + 1]; j++) {
-          float lp = pl[u.pslot[j]] + u.tok_logp[(size_t)u.pq[j] * V + (size_t)u.ptok[j]];
+          float lp = pl[u.pslot[j]] + u.plogp[j];
           double sc = base + lp;
           /* NaN would break the ordering qsort relies on. */
           u.cand[nc++] = (struct cand){sc == sc ? sc : -INFINITY, j, s};
