@@ -117,6 +117,8 @@ void intrus_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
   const double macs = (double)M * N * K;
   const int nt = threads_now();
   intrus_blas_count_flops(2.0 * macs);
+  if (intrus_gemm_small(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc))
+    return;
   const bool alone = intrus_gemm_run_alone(nt, macs);
   (void)alone; /* read by the pragma only */
   /* Alone, the one thread's share is the whole product. */

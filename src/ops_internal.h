@@ -131,6 +131,13 @@ void intrus_blas_count_flops(double flops);
  * one thread, or already inside a parallel region) rather than split across nt. */
 bool intrus_gemm_run_alone(int nt, double macs);
 
+/* Computes a product small enough that sgemm's cost per call would dominate it
+ * (src/gemm_small.c), on the calling thread; false (nothing done) when it is not that
+ * small or the CPU lacks AVX-512. */
+bool intrus_gemm_small(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                       const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                       int ldc);
+
 /* 2: AVX-512F and FMA, 1: AVX2 and FMA, 0: neither, or no dispatch. */
 static inline int intrus_x86_level(void) {
 #if INTRUS_X86_DISPATCH

@@ -11,10 +11,15 @@ extern "C" {
 #endif
 
 /* C[M,N] = alpha * op(A) op(B) + beta * C, row-major; op(X) = X or X^T.
- * lda/ldb/ldc are row strides of A, B, C as stored. */
+ * lda/ldb/ldc are row strides of A, B, C as stored. Products of at most 2^17
+ * multiply-adds (attention's per-state pieces) run on intrus's own AVX-512 kernel where
+ * the CPU has one, larger ones on OpenBLAS. */
 void intrus_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                  const float *A, int lda, const float *B, int ldb, float beta,
                  float *C, int ldc);
+/* Whether intrus_gemm takes small products itself (default) or leaves them to
+ * OpenBLAS: for benchmarks and tests that compare the two. */
+void intrus_blas_set_small(bool on);
 
 /* count independent products; stride_* are element offsets between consecutive
  * matrices (stride_b = 0 shares one B). */

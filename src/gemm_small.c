@@ -1,0 +1,121 @@
+/* Products too small for sgemm's fixed cost per call: attention's per-state pieces.
+ *
+ * Why: an insertion model attends within each partial output, so a training step of
+ * 200 sentences issues some 300,000 products of about 12 x 12 x 64 (scores and
+ * weighted sums, forward and backward, per state and head), and search some 60,000 per
+ * batch. Each cblas_sgemm call locks a buffer, packs both operands and dispatches
+ * (pthread_mutex_lock, sgemm_oncopy and sgemm_itcopy showed in perf) for as little as
+ * 20,000 multiply-adds. Here a 4 x 32 register tile reads A and B in place (B
+ * transposed into a stack buffer first when the product wants B^T).
+ *
+ * Each element of C is one ascending FMA chain over k, then alpha * sum + beta * C, on
+ * the calling thread: results do not depend on the thread count. Without AVX-512 (or
+ * after intrus_blas_set_small(false)) intrus_gemm calls OpenBLAS as before. */
+#include <stdint.h>
+
+#include "intrus/blas.h"
+#include "ops_internal.h"
+
+#if INTRUS_X86_DISPATCH
+#include <immintrin.h>
+#endif
+
+/* Largest product (multiply-adds) taken here, and largest B^T (floats) to transpose on
+ * the stack. Above them OpenBLAS's packing pays for itself. */
+#define SMALL_MAX_MACS (1 << 17)
+#define SMALL_MAX_BT 8192
+
+static bool small_enabled = true;
+
+void intrus_blas_set_small(bool on) { small_enabled = on; }
+
+#if INTRUS_X86_DISPATCH
+#define AVX512 __attribute__((target("avx512f,fma")))
+
+static inline AVX512 __mmask16 cols_mask(int n) {
+  return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n > 0 ? n : 0)) - 1u);
+}
+
+/* C[i0 .. i0+mr, j0 .. j0+nc) with mr <= 4, nc <= 16 nv; B row-major [K, ldb]. mr and nv
+ * are constants at every call site, so the accumulators stay in registers. */
+static inline __attribute__((always_inline)) AVX512 void
+small_tile(const int mr, const int nv, int K, float alpha, const float *A, int lda, bool ta,
+           const float *B, int ldb, float beta, float *C, int ldc, int nc) {
+  const __mmask16 m0 = cols_mask(nc), m1 = cols_mask(nc - 16);
+  __m512 acc[4][2];
+  for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int k = 0; k < K; k++) {
+    const float *bk = B + (size_t)k * ldb;
+    const __m512 b0 = _mm512_maskz_loadu_ps(m0, bk);
+    const __m512 b1 = nv > 1 ? _mm512_maskz_loadu_ps(m1, bk + 16) : _mm512_setzero_ps();
+    for (int r = 0; r < 4; r++) {
+      if (r >= mr) break;
+      const __m512 x = _mm512_set1_ps(ta ? A[(size_t)k * lda + r] : A[(size_t)r * lda + k]);
+      acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
+      if (nv > 1) acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);
+    }
+  }
+  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+  for (int r = 0; r < 4; r++) {
+    if (r >= mr) break;
+    for (int v = 0; v < nv; v++) {
+      float *c = C + (size_t)r * ldc + 16 * v;
+      const __mmask16 m = v ? m1 : m0;
+      __m512 y = _mm512_mul_ps(va, acc[r][v]);
+      if (beta != 0.0f) y = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m, c), y);
+      _mm512_mask_storeu_ps(c, m, y);
+    }
+  }
+}
+
+/* Rows of C in tiles of 4 (the last 1-3 apart), columns in tiles of 32 or 16. */
+static AVX512 void small_avx512(bool ta, int M, int N, int K, float alpha, const float *A,
+                                int lda, const float *B, int ldb, float beta, float *C,
+                                int ldc) {
+  for (int j0 = 0; j0 < N; j0 += 32) {
+    const int nc = N - j0 < 32 ? N - j0 : 32;
+    const float *b = B + j0;
+    for (int i0 = 0; i0 < M; i0 += 4) {
+      const float *a = ta ? A + i0 : A + (size_t)i0 * lda;
+      float *c = C + (size_t)i0 * ldc + j0;
+      const int mr = M - i0 < 4 ? M - i0 : 4;
+#define SMALL_CASE(R)                                                                   \
+  case R:                                                                               \
+    if (nc > 16) small_tile(R, 2, K, alpha, a, lda, ta, b, ldb, beta, c, ldc, nc);      \
+    else small_tile(R, 1, K, alpha, a, lda, ta, b, ldb, beta, c, ldc, nc);              \
+    break;
+      switch (mr) {
+        SMALL_CASE(4)
+        SMALL_CASE(3)
+        SMALL_CASE(2)
+        SMALL_CASE(1)
+      }
+#undef SMALL_CASE
+    }
+  }
+}
+#endif
+
+bool intrus_gemm_small(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
+                       const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                       int ldc) {
+#if INTRUS_X86_DISPATCH
+  if (!small_enabled || (double)M * N * K > SMALL_MAX_MACS || intrus_x86_level() < 2)
+    return false;
+  if (!trans_b) {
+    small_avx512(trans_a, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    return true;
+  }
+  if ((long)K * N > SMALL_MAX_BT) return false;
+  /* op(B) = B^T, [K, N]: rows of B become columns of the buffer. */
+  float bt[SMALL_MAX_BT];
+  for (int j = 0; j < N; j++)
+    for (int k = 0; k < K; k++) bt[(size_t)k * N + j] = B[(size_t)j * ldb + k];
+  small_avx512(trans_a, M, N, K, alpha, A, lda, bt, N, beta, C, ldc);
+  return true;
+#else
+  (void)trans_a, (void)trans_b, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda;
+  (void)B, (void)ldb, (void)beta, (void)C, (void)ldc;
+  return false;
+#endif
+}
