@@ -10,8 +10,10 @@
 #include "intrus/tensor.h"
 #include "ops_internal.h"
 
-/* Rows per partial sum in the broadcast-gradient reduction (see reduce_rows). */
+/* Rows per partial sum, and columns per task of a single chunk, in the
+ * broadcast-gradient reduction (see reduce_rows). */
 #define REDUCE_ROWS 256
+#define REDUCE_COLS 64
 
 static const char *shape_str(const intrus_tensor *t, char *buf, size_t size) {
   size_t len = 0;
@@ -126,12 +128,25 @@ static void reduce_rows(intrus_ctx *ctx, float *db, const float *g, const float 
                         long inner) {
   long nchunks = (rows + REDUCE_ROWS - 1) / REDUCE_ROWS;
   if (nchunks == 0 || inner == 0) return;
-  if (nchunks == 1) { /* one chunk (equal shapes: one row): its sum is the result */
+  if (nchunks == 1) {
+    /* One chunk (equal shapes: one row) is the result: tasks take blocks of REDUCE_COLS
+     * columns, the simd loop running across columns, never across a sum's rows. */
+    long nblocks = (inner + REDUCE_COLS - 1) / REDUCE_COLS;
     OMP_FOR(rows * inner)
-    for (long k = 0; k < inner; k++) {
-      double sum = 0.0;
-      for (long r = 0; r < rows; r++) sum += f ? (double)g[r * inner + k] * f[r * inner + k] : g[r * inner + k];
-      db[k] += (float)sum;
+    for (long blk = 0; blk < nblocks; blk++) {
+      long j0 = blk * REDUCE_COLS, w = j0 + REDUCE_COLS < inner ? REDUCE_COLS : inner - j0;
+      double acc[REDUCE_COLS] = {0};
+      for (long r = 0; r < rows; r++) {
+        const float *gr = g + r * inner + j0, *fr = f ? f + r * inner + j0 : NULL;
+        if (fr) {
+          OMP_SIMD
+          for (long k = 0; k < w; k++) acc[k] += (double)gr[k] * fr[k];
+        } else {
+          OMP_SIMD
+          for (long k = 0; k < w; k++) acc[k] += gr[k];
+        }
+      }
+      for (long k = 0; k < w; k++) db[j0 + k] += (float)acc[k];
     }
     return;
   }
