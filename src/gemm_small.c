@@ -36,18 +36,22 @@ static inline AVX512 __mmask16 cols_mask(int n) {
   return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n > 0 ? n : 0)) - 1u);
 }
 
-/* C[i0 .. i0+mr, j0 .. j0+nc) with mr <= 4, nc <= 16 nv; B row-major [K, ldb]. mr and nv
- * are constants at every call site, so the accumulators stay in registers. */
+/* C[i0 .. i0+mr, j0 .. j0+nc) with mr <= 4, nc <= 16 nv; B row-major [K, ldb]. mr, nv
+ * and ta are constants at every call site and the row loops unroll, so the
+ * accumulators stay in registers (without the unrolling GCC kept them on the stack,
+ * and a store-to-load chain per k made the kernel slower than sgemm). */
 static inline __attribute__((always_inline)) AVX512 void
 small_tile(const int mr, const int nv, int K, float alpha, const float *A, int lda, bool ta,
            const float *B, int ldb, float beta, float *C, int ldc, int nc) {
   const __mmask16 m0 = cols_mask(nc), m1 = cols_mask(nc - 16);
   __m512 acc[4][2];
+#pragma GCC unroll 4
   for (int r = 0; r < 4; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int k = 0; k < K; k++) {
     const float *bk = B + (size_t)k * ldb;
     const __m512 b0 = _mm512_maskz_loadu_ps(m0, bk);
     const __m512 b1 = nv > 1 ? _mm512_maskz_loadu_ps(m1, bk + 16) : _mm512_setzero_ps();
+#pragma GCC unroll 4
     for (int r = 0; r < 4; r++) {
       if (r >= mr) break;
       const __m512 x = _mm512_set1_ps(ta ? A[(size_t)k * lda + r] : A[(size_t)r * lda + k]);
@@ -56,6 +60,7 @@ small_tile(const int mr, const int nv, int K, float alpha, const float *A, int l
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
+#pragma GCC unroll 4
   for (int r = 0; r < 4; r++) {
     if (r >= mr) break;
     for (int v = 0; v < nv; v++) {
@@ -69,9 +74,9 @@ small_tile(const int mr, const int nv, int K, float alpha, const float *A, int l
 }
 
 /* Rows of C in tiles of 4 (the last 1-3 apart), columns in tiles of 32 or 16. */
-static AVX512 void small_avx512(bool ta, int M, int N, int K, float alpha, const float *A,
-                                int lda, const float *B, int ldb, float beta, float *C,
-                                int ldc) {
+static inline __attribute__((always_inline)) AVX512 void
+small_body(const bool ta, int M, int N, int K, float alpha, const float *A, int lda,
+           const float *B, int ldb, float beta, float *C, int ldc) {
   for (int j0 = 0; j0 < N; j0 += 32) {
     const int nc = N - j0 < 32 ? N - j0 : 32;
     const float *b = B + j0;
@@ -93,6 +98,13 @@ static AVX512 void small_avx512(bool ta, int M, int N, int K, float alpha, const
 #undef SMALL_CASE
     }
   }
+}
+
+static AVX512 void small_avx512(bool ta, int M, int N, int K, float alpha, const float *A,
+                                int lda, const float *B, int ldb, float beta, float *C,
+                                int ldc) {
+  if (ta) small_body(true, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  else small_body(false, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 #endif
 
