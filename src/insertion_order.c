@@ -41,6 +41,23 @@ static void greedy_free(struct greedy_buf *g) {
   free(g->tok_logp);
 }
 
+enum intrus_status intrus_ins_pair_token_logp(const struct intrus_ins_scorer *sc, int Q,
+                                              const int *qstate, const int *qslot,
+                                              size_t round, int P, const int *pq,
+                                              const int32_t *ptok, float *buf, float *plogp,
+                                              struct intrus_error *err) {
+  const size_t V = (size_t)sc->vocab;
+  const int R = round > 0 ? (int)round : 1;
+  enum intrus_status st = INTRUS_OK;
+  for (int q0 = 0, j = 0; q0 < Q && st == INTRUS_OK; q0 += R) {
+    int nq = Q - q0 < R ? Q - q0 : R;
+    st = sc->tokens(sc->user, nq, qstate + q0, qslot + q0, buf, err);
+    for (; st == INTRUS_OK && j < P && pq[j] < q0 + nq; j++)
+      plogp[j] = buf[(size_t)(pq[j] - q0) * V + (size_t)ptok[j]];
+  }
+  return st;
+}
+
 enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,
                                        const struct intrus_ins_scorer *scorer,
                                        intrus_order_choose_fn choose, void *user,
@@ -159,13 +176,9 @@ enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,
     if (scorer) {
       struct intrus_ins_states states = {S, g.sent, g.soff, g.stok};
       st = scorer->positions(scorer->user, &states, g.pos_logp, err);
-      /* Pairs are in query order, so each round's pairs are the next ones. */
-      for (int q0 = 0, j = 0; q0 < Q && st == INTRUS_OK; q0 += (int)qround) {
-        int nq = Q - q0 < (int)qround ? Q - q0 : (int)qround;
-        st = scorer->tokens(scorer->user, nq, g.qstate + q0, g.qslot + q0, g.tok_logp, err);
-        for (; st == INTRUS_OK && j < P && g.pq[j] < q0 + nq; j++)
-          g.plogp[j] = g.tok_logp[(size_t)(g.pq[j] - q0) * V + (size_t)g.ptok[j]];
-      }
+      if (st == INTRUS_OK)
+        st = intrus_ins_pair_token_logp(scorer, Q, g.qstate, g.qslot, qround, P, g.pq, g.ptok,
+                                        g.tok_logp, g.plogp, err);
       if (st != INTRUS_OK) break;
       for (int s = 0; s < S; s++) {
         const float *pl = g.pos_logp + g.soff[s] + 2 * s;

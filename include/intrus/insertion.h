@@ -106,6 +106,16 @@ static inline size_t intrus_ins_token_round_rows(int V, size_t slots) {
   return rows;
 }
 
+/* For the P correct pairs of the states of the last positions() call, plogp[j] =
+ * log p(ptok[j] | the slot of query pq[j]): asks tokens() for the Q queries (qstate,
+ * qslot) in rounds of `round` rows into buf [round * V]. pq must be ascending (a
+ * query's pairs consecutive), so each round's pairs are the next ones. */
+enum intrus_status intrus_ins_pair_token_logp(const struct intrus_ins_scorer *sc, int Q,
+                                              const int *qstate, const int *qslot,
+                                              size_t round, int P, const int *pq,
+                                              const int32_t *ptok, float *buf, float *plogp,
+                                              struct intrus_error *err);
+
 /* ---- insertion beam search ------------------------------------------------------ */
 
 struct intrus_ins_search_opts {
@@ -168,7 +178,7 @@ typedef int (*intrus_order_choose_fn)(void *user, int b, int npairs, const int *
 
 /* Builds trajectories one insertion at a time for all sentences together: at step t
  * the states of every unfinished sentence form one batch; with a scorer, one
- * positions() and one tokens() call give log p(i, c) of their correct pairs; choose()
+ * positions() call and tokens() in rounds give log p(i, c) of their correct pairs; choose()
  * picks an insertion per sentence. steps[off[b] + t] receives sentence b's t-th
  * insertion. */
 enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,

@@ -227,15 +227,10 @@ static enum intrus_status argmax_trajectories(void *self, const struct intrus_or
     u.pbeg[S] = P;
 
     struct intrus_ins_states states = {S, u.sent, u.soff, u.stok};
-    if ((st = scorer->positions(scorer->user, &states, u.pos_logp, err))) break;
-    /* Pairs are in query order, so each round's pairs are the next ones. */
-    for (int q0 = 0, j = 0; q0 < Q && st == INTRUS_OK; q0 += (int)qround) {
-      int nq = Q - q0 < (int)qround ? Q - q0 : (int)qround;
-      st = scorer->tokens(scorer->user, nq, u.qstate + q0, u.qslot + q0, u.tok_logp, err);
-      for (; st == INTRUS_OK && j < P && u.pq[j] < q0 + nq; j++)
-        u.plogp[j] = u.tok_logp[(size_t)(u.pq[j] - q0) * V + (size_t)u.ptok[j]];
-    }
-    if (st) break;
+    if ((st = scorer->positions(scorer->user, &states, u.pos_logp, err)) ||
+        (st = intrus_ins_pair_token_logp(scorer, Q, u.qstate, u.qslot, qround, P, u.pq, u.ptok,
+                                         u.tok_logp, u.plogp, err)))
+      break;
 
     /* The states of a sentence are consecutive, so are their pairs: select per
      * sentence over that range. */
