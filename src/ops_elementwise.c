@@ -10,9 +10,8 @@
 #include "intrus/tensor.h"
 #include "ops_internal.h"
 
-/* Rows per partial sum, and columns per task of a single chunk, in the
- * broadcast-gradient reduction (see reduce_rows). */
-#define REDUCE_ROWS 256
+/* Columns per task of a single chunk in the broadcast-gradient reduction (see
+ * reduce_rows). */
 #define REDUCE_COLS 64
 
 static const char *shape_str(const intrus_tensor *t, char *buf, size_t size) {
@@ -119,14 +118,23 @@ intrus_tensor *intrus_mul(intrus_ctx *ctx, intrus_tensor *a, intrus_tensor *b) {
   return binary(ctx, INTRUS_OP_MUL, "mul", a, b);
 }
 
+void intrus_chunks_add(float *dst, const double *part, long nchunks, long ld, long width) {
+  OMP_FOR(nchunks * width)
+  for (long k = 0; k < width; k++) {
+    double sum = 0.0;
+    for (long c = 0; c < nchunks; c++) sum += part[c * ld + k];
+    dst[k] += (float)sum;
+  }
+}
+
 /* db[j] += sum_r g[r, j] * (f ? f[r, j] : 1) over g, f: [rows, inner]. Rows are summed
- * in double, in fixed chunks of REDUCE_ROWS in ascending order, then the chunks' sums in
- * ascending order: the result does not depend on the thread count. Each thread streams
+ * in double, in fixed chunks of INTRUS_REDUCE_ROWS in ascending order, then the chunks'
+ * sums in ascending order: the result does not depend on the thread count. Each thread streams
  * whole rows of its chunks (a task per column block instead re-read every row once per
  * block, 3% of an INTRUS training step in perf). */
 static void reduce_rows(intrus_ctx *ctx, float *db, const float *g, const float *f, long rows,
                         long inner) {
-  long nchunks = (rows + REDUCE_ROWS - 1) / REDUCE_ROWS;
+  long nchunks = (rows + INTRUS_REDUCE_ROWS - 1) / INTRUS_REDUCE_ROWS;
   if (nchunks == 0 || inner == 0) return;
   if (nchunks == 1) {
     /* One chunk (equal shapes: one row) is the result: tasks take blocks of REDUCE_COLS
@@ -157,8 +165,8 @@ static void reduce_rows(intrus_ctx *ctx, float *db, const float *g, const float 
   for (long c = 0; c < nchunks; c++) {
     double *acc = part + c * inner;
     memset(acc, 0, (size_t)inner * sizeof *acc);
-    long r1 = (c + 1) * REDUCE_ROWS < rows ? (c + 1) * REDUCE_ROWS : rows;
-    for (long r = c * REDUCE_ROWS; r < r1; r++) {
+    long r1 = (c + 1) * INTRUS_REDUCE_ROWS < rows ? (c + 1) * INTRUS_REDUCE_ROWS : rows;
+    for (long r = c * INTRUS_REDUCE_ROWS; r < r1; r++) {
       const float *gr = g + r * inner;
       if (f) {
         const float *fr = f + r * inner;
@@ -170,12 +178,7 @@ static void reduce_rows(intrus_ctx *ctx, float *db, const float *g, const float 
       }
     }
   }
-  OMP_FOR(nchunks * inner)
-  for (long k = 0; k < inner; k++) {
-    double sum = 0.0;
-    for (long c = 0; c < nchunks; c++) sum += part[c * inner + k];
-    db[k] += (float)sum;
-  }
+  intrus_chunks_add(db, part, nchunks, inner, inner);
 }
 
 void intrus_add_backward(intrus_ctx *ctx, intrus_tensor *out) {

@@ -125,6 +125,13 @@ static inline void intrus_omp_range(long n, long *lo, long *hi) {
 #define INTRUS_CLONES
 #endif
 
+/* Column sums over many rows (bias and layer-norm gain gradients) run in fixed chunks
+ * of INTRUS_REDUCE_ROWS rows, each chunk into its own row of double partials, then
+ * intrus_chunks_add sums the chunks in ascending order: the result does not depend on
+ * the thread count. dst[k] += sum_c part[c * ld + k] for k < width. */
+#define INTRUS_REDUCE_ROWS 256
+void intrus_chunks_add(float *dst, const double *part, long nchunks, long ld, long width);
+
 /* Adds products computed outside intrus_gemm (src/gemm_packed.c) to intrus_blas_flops. */
 void intrus_blas_count_flops(double flops);
 /* Whether a product of `macs` multiply-adds runs on the calling thread alone (small,

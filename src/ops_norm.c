@@ -69,9 +69,6 @@ void intrus_embedding_backward(intrus_ctx *ctx, intrus_tensor *out) {
  * one vector register. */
 #define LANES 8
 
-/* Rows per partial sum of the gain and bias gradients. */
-#define LN_CHUNK 256
-
 static inline double lanes_total(const double *a, double tail) {
   return (((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]))) + tail;
 }
@@ -172,18 +169,17 @@ void intrus_layer_norm_backward(intrus_ctx *ctx, intrus_tensor *out) {
                       dx + r * (size_t)d);
   }
   if (gain->requires_grad || bias->requires_grad) {
-    /* Sums over rows in double, in fixed chunks of LN_CHUNK rows, then the chunks in
-     * order: parallel, and the result does not depend on the thread count. */
+    /* Chunked column sums (intrus_chunks_add): a chunk's partials are [gain | bias]. */
     float *dg = gain->requires_grad ? intrus_tensor_grad(ctx, gain) : NULL;
     float *db = bias->requires_grad ? intrus_tensor_grad(ctx, bias) : NULL;
-    const size_t nchunks = (R + LN_CHUNK - 1) / LN_CHUNK;
+    const size_t nchunks = (R + INTRUS_REDUCE_ROWS - 1) / INTRUS_REDUCE_ROWS;
     double *part = intrus_ctx_alloc(ctx, nchunks * 2 * (size_t)d * sizeof *part);
     OMP_FOR(x->n)
     for (size_t c = 0; c < nchunks; c++) {
       double *pg = part + c * 2 * (size_t)d, *pb = pg + d;
       for (int j = 0; j < 2 * d; j++) pg[j] = 0.0;
-      const size_t r1 = (c + 1) * LN_CHUNK < R ? (c + 1) * LN_CHUNK : R;
-      for (size_t r = c * LN_CHUNK; r < r1; r++) {
+      const size_t r1 = (c + 1) * INTRUS_REDUCE_ROWS < R ? (c + 1) * INTRUS_REDUCE_ROWS : R;
+      for (size_t r = c * INTRUS_REDUCE_ROWS; r < r1; r++) {
         const float *xr = xs + r * (size_t)d, *dyr = dy + r * (size_t)d;
         const float m = mean[r], rs = rstd[r];
         OMP_SIMD
@@ -193,15 +189,7 @@ void intrus_layer_norm_backward(intrus_ctx *ctx, intrus_tensor *out) {
         }
       }
     }
-    OMP_FOR(nchunks * (size_t)d)
-    for (int j = 0; j < d; j++) {
-      double sg = 0.0, sb = 0.0;
-      for (size_t c = 0; c < nchunks; c++) {
-        sg += part[c * 2 * (size_t)d + j];
-        sb += part[c * 2 * (size_t)d + d + j];
-      }
-      if (dg) dg[j] += (float)sg;
-      if (db) db[j] += (float)sb;
-    }
+    if (dg) intrus_chunks_add(dg, part, (long)nchunks, 2L * d, d);
+    if (db) intrus_chunks_add(db, part + d, (long)nchunks, 2L * d, d);
   }
 }
