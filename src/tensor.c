@@ -1,9 +1,9 @@
 /* Context, arena, tape and the backward pass. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #ifdef __GLIBC__
 #include <malloc.h>
-#include <sys/mman.h>
 #endif
 
 #include "intrus/tensor.h"
