@@ -28,10 +28,6 @@
 #include "ops_internal.h"
 #include "testutil.h"
 
-static void fill_uniform(struct intrus_rng *r, float *x, size_t n, float lo, float hi) {
-  for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * intrus_rng_uniform(r);
-}
-
 static intrus_tensor *leaf(intrus_ctx *ctx, int ndim, const int *shape, const float *x,
                            bool grad) {
   intrus_tensor *t = intrus_tensor_from(ctx, ndim, shape, x);
@@ -169,10 +165,10 @@ static void test_op_case(const struct op_case *c) {
   const size_t nq = (size_t)c->N * c->d, nk = (size_t)c->M * c->d;
   float *q = malloc(nq * sizeof(float)), *k = malloc(nk * sizeof(float)),
         *v = malloc(nk * sizeof(float)), *dy = malloc(nq * sizeof(float));
-  fill_uniform(&r, q, nq, -2.0f, 2.0f);
-  fill_uniform(&r, k, nk, -2.0f, 2.0f);
-  fill_uniform(&r, v, nk, -1.0f, 1.0f);
-  fill_uniform(&r, dy, nq, -1.0f, 1.0f);
+  tu_fill_uniform(&r, q, nq, -2.0f, 2.0f);
+  tu_fill_uniform(&r, k, nk, -2.0f, 2.0f);
+  tu_fill_uniform(&r, v, nk, -1.0f, 1.0f);
+  tu_fill_uniform(&r, dy, nq, -1.0f, 1.0f);
   const float *in[3] = {q, k, v};
   float *got[4], *want[4];
   const size_t sizes[4] = {nq, nq, nk, nk};
@@ -235,7 +231,7 @@ static void test_dropout_acts(void) {
   struct intrus_rng r;
   intrus_rng_seed(&r, 5);
   float x[N * D];
-  fill_uniform(&r, x, N * D, -1.0f, 1.0f);
+  tu_fill_uniform(&r, x, N * D, -1.0f, 1.0f);
   const int qb[1] = {0}, ql[1] = {N}, shape[2] = {N, D};
   const struct intrus_segments sg = {1, qb, ql, qb, ql};
   float y[3][N * D];
@@ -338,7 +334,7 @@ static void model_init(struct model *m) {
   EXPECT(intrus_params_finalize(m->p, 11, NULL) == INTRUS_OK, "finalize");
   struct intrus_rng r;
   intrus_rng_seed(&r, 12);
-  fill_uniform(&r, intrus_params_values(m->p), intrus_params_numel(m->p), -0.5f, 0.5f);
+  tu_fill_uniform(&r, intrus_params_values(m->p), intrus_params_numel(m->p), -0.5f, 0.5f);
 }
 
 enum which { ATTENTION, ENCODER_LAYER, DECODER_LAYER };
@@ -451,9 +447,9 @@ static void test_padded(void) {
   float *dy = malloc(sizeof(float) * B * TQ * D_MODEL);
   struct intrus_rng r;
   intrus_rng_seed(&r, 21);
-  fill_uniform(&r, xq, (size_t)B * TQ * D_MODEL, -1.5f, 1.5f);
-  fill_uniform(&r, xk, (size_t)B * TK * D_MODEL, -1.5f, 1.5f);
-  fill_uniform(&r, dy, (size_t)B * TQ * D_MODEL, -1.0f, 1.0f);
+  tu_fill_uniform(&r, xq, (size_t)B * TQ * D_MODEL, -1.5f, 1.5f);
+  tu_fill_uniform(&r, xk, (size_t)B * TK * D_MODEL, -1.5f, 1.5f);
+  tu_fill_uniform(&r, dy, (size_t)B * TQ * D_MODEL, -1.0f, 1.0f);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     size_t n1 = run_padded(&m, &cases[i], false, xq, xk, dy, got);
     size_t n2 = run_padded(&m, &cases[i], true, xq, xk, dy, want);
@@ -487,8 +483,8 @@ static void test_packed_layer(void) {
   intrus_rng_seed(&r, 33);
   float *xp = malloc(sizeof(float) * B * TQ * D_MODEL);
   float *mp = malloc(sizeof(float) * B * TK * D_MODEL);
-  fill_uniform(&r, xp, (size_t)B * TQ * D_MODEL, -1.5f, 1.5f);
-  fill_uniform(&r, mp, (size_t)B * TK * D_MODEL, -1.5f, 1.5f);
+  tu_fill_uniform(&r, xp, (size_t)B * TQ * D_MODEL, -1.5f, 1.5f);
+  tu_fill_uniform(&r, mp, (size_t)B * TK * D_MODEL, -1.5f, 1.5f);
   intrus_ctx *ctx = intrus_ctx_create(1 << 20);
   /* Padded [B, T, d] and packed [N, d] views of the same rows. */
   float *xs = malloc(sizeof(float) * N * D_MODEL), *ms = malloc(sizeof(float) * M * D_MODEL);
@@ -558,8 +554,8 @@ static void test_threads(void) {
   float *r1 = malloc(4 * nn * sizeof(float)), *r2 = malloc(4 * nn * sizeof(float));
   struct intrus_rng r;
   intrus_rng_seed(&r, 44);
-  fill_uniform(&r, x, 3 * nn, -2.0f, 2.0f);
-  fill_uniform(&r, dy, nn, -1.0f, 1.0f);
+  tu_fill_uniform(&r, x, 3 * nn, -2.0f, 2.0f);
+  tu_fill_uniform(&r, dy, nn, -1.0f, 1.0f);
   for (int causal = 0; causal < 2; causal++) {
     thread_run(1, causal, x, dy, r1);
     thread_run(2, causal, x, dy, r2);

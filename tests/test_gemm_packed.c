@@ -18,12 +18,6 @@
 #include "intrus/rng.h"
 #include "testutil.h"
 
-static float *random_floats(struct intrus_rng *r, size_t n) {
-  float *x = malloc((n ? n : 1) * sizeof *x);
-  for (size_t i = 0; i < n; i++) x[i] = (float)(2.0 * intrus_rng_uniform(r) - 1.0);
-  return x;
-}
-
 /* Max |C - (bias + A op(B))| over C's M x N, relative to the sum of |terms| of each
  * element; bias may be NULL. */
 static double max_rel_err(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
@@ -57,11 +51,11 @@ static void check_shapes(bool kernel) {
         for (int trans = 0; trans < 2; trans++) {
           int M = Ms[mi], N = Ns[ni], K = Ks[ki];
           int lda = K + 3, ldc = N + 5, ldb = (trans ? K : N) + 2;
-          float *A = random_floats(&r, (size_t)M * lda);
-          float *B = random_floats(&r, (size_t)(trans ? N : K) * ldb);
+          float *A = tu_random_floats(&r, (size_t)M * lda);
+          float *B = tu_random_floats(&r, (size_t)(trans ? N : K) * ldb);
           float *C = malloc((size_t)M * ldc * sizeof *C);
           for (size_t i = 0; i < (size_t)M * ldc; i++) C[i] = 12345.0f; /* gaps stay */
-          float *bias = cases % 2 ? random_floats(&r, (size_t)N) : NULL;
+          float *bias = cases % 2 ? tu_random_floats(&r, (size_t)N) : NULL;
           struct intrus_packed *p = intrus_pack(K, N, B, ldb, trans);
           intrus_packed_set_bias(p, bias);
           EXPECT(intrus_packed_k(p) == K && intrus_packed_n(p) == N, "packed shape");
@@ -92,7 +86,7 @@ static void check_threads(void) {
   struct intrus_rng r;
   intrus_rng_seed(&r, 11);
   const int M = 50, N = 1000, K = 256;
-  float *A = random_floats(&r, (size_t)M * K), *B = random_floats(&r, (size_t)K * N);
+  float *A = tu_random_floats(&r, (size_t)M * K), *B = tu_random_floats(&r, (size_t)K * N);
   float *C1 = malloc((size_t)M * N * sizeof *C1), *C2 = malloc((size_t)M * N * sizeof *C2);
   struct intrus_packed *p = intrus_pack(K, N, B, N, false);
   /* The intrus_gemm fallback (no AVX-512, as under valgrind) splits products by the
@@ -136,7 +130,7 @@ static void check_linear(void) {
   intrus_ctx *ctx = intrus_ctx_create(0);
   struct intrus_rng r;
   intrus_rng_seed(&r, 3);
-  float *xs = random_floats(&r, 2 * 7 * 96);
+  float *xs = tu_random_floats(&r, 2 * 7 * 96);
   int shape[3] = {2, 7, 96};
   struct intrus_weight_packs *packs = intrus_weight_packs_create();
   intrus_weight_packs_add(packs, &l);
@@ -175,11 +169,11 @@ static void check_log_softmax(void) {
   intrus_rng_seed(&r, 5);
   const int in = 48, V = 333;
   static const int Rs[] = {1, 7, 100};
-  float *w = random_floats(&r, (size_t)V * in), *bias = random_floats(&r, V);
+  float *w = tu_random_floats(&r, (size_t)V * in), *bias = tu_random_floats(&r, V);
   for (int trans = 0; trans < 2; trans++)
     for (size_t ri = 0; ri < sizeof Rs / sizeof *Rs; ri++) {
       int R = Rs[ri];
-      float *x = random_floats(&r, (size_t)R * (in + 1));
+      float *x = tu_random_floats(&r, (size_t)R * (in + 1));
       float *out = malloc((size_t)R * V * sizeof *out);
       struct intrus_packed *p = intrus_pack(in, V, w, trans ? in : V, trans);
       intrus_packed_set_bias(p, bias);

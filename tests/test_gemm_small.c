@@ -15,19 +15,13 @@
 
 #define GUARD 12345.0f
 
-static float *random_floats(struct intrus_rng *r, size_t n) {
-  float *x = malloc((n ? n : 1) * sizeof *x);
-  for (size_t i = 0; i < n; i++) x[i] = (float)(2.0 * intrus_rng_uniform(r) - 1.0);
-  return x;
-}
-
 /* One product; returns its max error relative to the sum of |terms| per element. */
 static double check_one(struct intrus_rng *r, bool ta, bool tb, int M, int N, int K,
                         float alpha, float beta, bool *outside) {
   const int lda = (ta ? M : K) + 3, ldb = (tb ? K : N) + 2, ldc = N + 5;
-  float *A = random_floats(r, (size_t)(ta ? K : M) * lda);
-  float *B = random_floats(r, (size_t)(tb ? N : K) * ldb);
-  float *C0 = random_floats(r, (size_t)M * ldc);
+  float *A = tu_random_floats(r, (size_t)(ta ? K : M) * lda);
+  float *B = tu_random_floats(r, (size_t)(tb ? N : K) * ldb);
+  float *C0 = tu_random_floats(r, (size_t)M * ldc);
   float *C = malloc((size_t)M * ldc * sizeof *C);
   for (int i = 0; i < M; i++)
     for (int j = 0; j < ldc; j++)
@@ -124,7 +118,7 @@ static void check_attention(void) {
   enum { N = 60, D = 64 };
   struct intrus_rng r;
   intrus_rng_seed(&r, 12);
-  float *xq = random_floats(&r, N * D), *xkv = random_floats(&r, N * D);
+  float *xq = tu_random_floats(&r, N * D), *xkv = tu_random_floats(&r, N * D);
   float *a = malloc(3 * N * D * sizeof *a), *b = malloc(3 * N * D * sizeof *b);
   run_attention(true, xq, xkv, a, 3 * N * D);
   run_attention(false, xq, xkv, b, 3 * N * D);

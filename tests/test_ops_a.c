@@ -13,14 +13,10 @@
 #include "ops_internal.h"
 #include "testutil.h"
 
-static void fill_uniform(struct intrus_rng *r, float *x, size_t n, float lo, float hi) {
-  for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * intrus_rng_uniform(r);
-}
-
 static intrus_tensor *random_tensor(intrus_ctx *ctx, struct intrus_rng *r, int ndim,
                                     const int *shape) {
   intrus_tensor *t = intrus_tensor_new(ctx, ndim, shape);
-  fill_uniform(r, t->data, t->n, -1.0f, 1.0f);
+  tu_fill_uniform(r, t->data, t->n, -1.0f, 1.0f);
   return t;
 }
 
@@ -253,7 +249,7 @@ static void test_dropout(void) {
   intrus_rng_seed(&r, 9);
   /* Inputs bounded away from 0, so a 0 in the output always means dropped. */
   float *x = malloc(DROP_N * sizeof(float)), *y = malloc(DROP_N * sizeof(float));
-  fill_uniform(&r, x, DROP_N, 0.5f, 1.5f);
+  tu_fill_uniform(&r, x, DROP_N, 0.5f, 1.5f);
   const int n = DROP_N;
   const float p = 0.3f;
 
@@ -340,8 +336,8 @@ static void test_thread_independence(void) {
     const int rows = cases[c][0], cols = cases[c][1];
     float *xa = malloc((size_t)rows * cols * sizeof(float)), *xb = malloc(cols * sizeof(float));
     float *d1 = malloc(cols * sizeof(float)), *d2 = malloc(cols * sizeof(float));
-    fill_uniform(&r, xa, (size_t)rows * cols, -1.0f, 1.0f);
-    fill_uniform(&r, xb, cols, -1.0f, 1.0f);
+    tu_fill_uniform(&r, xa, (size_t)rows * cols, -1.0f, 1.0f);
+    tu_fill_uniform(&r, xb, cols, -1.0f, 1.0f);
     set_threads(1);
     broadcast_grad(ctx, xa, xb, d1, rows, cols);
     set_threads(2);

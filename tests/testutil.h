@@ -10,7 +10,21 @@
 #include <string.h>
 #include <sys/wait.h>
 
+#include "intrus/rng.h"
+
 static int tu_checks, tu_failures;
+
+/* n floats uniform in [lo, hi) from r. */
+static inline void tu_fill_uniform(struct intrus_rng *r, float *x, size_t n, float lo, float hi) {
+  for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * intrus_rng_uniform(r);
+}
+
+/* n floats uniform in [-1, 1), malloc'd (at least one). */
+static inline float *tu_random_floats(struct intrus_rng *r, size_t n) {
+  float *x = malloc((n ? n : 1) * sizeof *x);
+  if (x) tu_fill_uniform(r, x, n, -1.0f, 1.0f);
+  return x;
+}
 
 #define EXPECT(cond, ...)                                                      \
   do {                                                                         \
