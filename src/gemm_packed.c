@@ -92,12 +92,11 @@ int intrus_packed_k(const struct intrus_packed *p) { return p->K; }
 int intrus_packed_n(const struct intrus_packed *p) { return p->N; }
 
 #if INTRUS_X86_DISPATCH
-#define AVX512 __attribute__((target("avx512f,fma")))
 
 /* C[mr, nc] = bias + A[mr, K] panel[K, NR] (first nc columns; bias NR floats or NULL).
  * mr is a constant at every call site, so the row loops unroll and the 24 accumulators
  * stay in registers. */
-static inline __attribute__((always_inline)) AVX512 void
+static inline __attribute__((always_inline)) INTRUS_AVX512 void
 tile(const int mr, int K, const float *a, int lda, const float *panel, const float *bias,
      float *c, int ldc, int nc) {
   __m512 acc[MR][4];
@@ -134,8 +133,9 @@ tile(const int mr, int K, const float *a, int lda, const float *panel, const flo
 
 /* Rows [0, M) times panels [q0, q1) on the calling thread: a panel (K * NR floats,
  * 64 KB at K = 256) stays in L2 while every row block passes over it. */
-static AVX512 void panels_avx512(int M, const float *A, int lda, const struct intrus_packed *B,
-                                 int q0, int q1, float *C, int ldc) {
+static INTRUS_AVX512 void panels_avx512(int M, const float *A, int lda,
+                                        const struct intrus_packed *B, int q0, int q1, float *C,
+                                        int ldc) {
   for (int q = q0; q < q1; q++) {
     const float *panel = B->panel + (size_t)q * B->K * NR;
     const float *bias = B->bias ? B->bias + (size_t)q * NR : NULL;

@@ -30,9 +30,8 @@ static bool small_enabled = true;
 void intrus_blas_set_small(bool on) { small_enabled = on; }
 
 #if INTRUS_X86_DISPATCH
-#define AVX512 __attribute__((target("avx512f,fma")))
 
-static inline AVX512 __mmask16 cols_mask(int n) {
+static inline INTRUS_AVX512 __mmask16 cols_mask(int n) {
   return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n > 0 ? n : 0)) - 1u);
 }
 
@@ -40,7 +39,7 @@ static inline AVX512 __mmask16 cols_mask(int n) {
  * and ta are constants at every call site and the row loops unroll, so the
  * accumulators stay in registers (without the unrolling GCC kept them on the stack,
  * and a store-to-load chain per k made the kernel slower than sgemm). */
-static inline __attribute__((always_inline)) AVX512 void
+static inline __attribute__((always_inline)) INTRUS_AVX512 void
 small_tile(const int mr, const int nv, int K, float alpha, const float *A, int lda, bool ta,
            const float *B, int ldb, float beta, float *C, int ldc, int nc) {
   const __mmask16 m0 = cols_mask(nc), m1 = cols_mask(nc - 16);
@@ -74,7 +73,7 @@ small_tile(const int mr, const int nv, int K, float alpha, const float *A, int l
 }
 
 /* Rows of C in tiles of 4 (the last 1-3 apart), columns in tiles of 32 or 16. */
-static inline __attribute__((always_inline)) AVX512 void
+static inline __attribute__((always_inline)) INTRUS_AVX512 void
 small_body(const bool ta, int M, int N, int K, float alpha, const float *A, int lda,
            const float *B, int ldb, float beta, float *C, int ldc) {
   for (int j0 = 0; j0 < N; j0 += 32) {
@@ -100,9 +99,9 @@ small_body(const bool ta, int M, int N, int K, float alpha, const float *A, int 
   }
 }
 
-static AVX512 void small_avx512(bool ta, int M, int N, int K, float alpha, const float *A,
-                                int lda, const float *B, int ldb, float beta, float *C,
-                                int ldc) {
+static INTRUS_AVX512 void small_avx512(bool ta, int M, int N, int K, float alpha,
+                                       const float *A, int lda, const float *B, int ldb,
+                                       float beta, float *C, int ldc) {
   if (ta) small_body(true, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   else small_body(false, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }

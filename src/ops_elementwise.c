@@ -378,8 +378,7 @@ DEFINE_GELU_KERNELS(plain, , erf_plain, exp_plain, MADD_PLAIN)
 #if INTRUS_X86_DISPATCH
 DEFINE_ERF_EXP(erf_fused, exp_fused, static inline __attribute__((always_inline)), fmaf)
 DEFINE_GELU_KERNELS(avx2, __attribute__((target("avx2,fma"))), erf_fused, exp_fused, fmaf)
-DEFINE_GELU_KERNELS(avx512, __attribute__((target("avx512f,fma"))), erf_fused, exp_fused,  \
-                    fmaf)
+DEFINE_GELU_KERNELS(avx512, INTRUS_AVX512, erf_fused, exp_fused, fmaf)
 #endif
 
 /* The calling thread's share of [0, n), by the widest kernel this CPU runs. */

@@ -124,6 +124,10 @@ static inline void intrus_omp_range(long n, long *lo, long *hi) {
 #define INTRUS_X86_DISPATCH 0
 #define INTRUS_CLONES
 #endif
+#if INTRUS_X86_DISPATCH
+/* For a file's own AVX-512 variant (the packed and small product kernels, gelu). */
+#define INTRUS_AVX512 __attribute__((target("avx512f,fma")))
+#endif
 
 /* Column sums over many rows (bias and layer-norm gain gradients) run in fixed chunks
  * of INTRUS_REDUCE_ROWS rows, each chunk into its own row of double partials, then
