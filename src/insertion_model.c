@@ -8,27 +8,48 @@
 
 /* ---- the model as a scorer of states ------------------------------------------ */
 
-static enum intrus_status scorer_positions(void *user, const struct intrus_ins_states *st,
-                                           float *pos_logp, struct intrus_error *err) {
-  struct ins_model_scorer *s = user;
+/* Grows *buf to at least n ints. */
+static bool ints_reserve(int **buf, int *cap, int n) {
+  if (n <= *cap) return true;
+  int c = n * 2;
+  int *r = realloc(*buf, (size_t)c * sizeof *r);
+  if (!r) return false;
+  *buf = r;
+  *cap = c;
+  return true;
+}
+
+/* A new batch of states: a fresh arena and each state's first decoder row. */
+static enum intrus_status scorer_begin(struct ins_model_scorer *s,
+                                       const struct intrus_ins_states *st,
+                                       struct intrus_error *err) {
   intrus_ctx_reset(s->ctx);
   intrus_ctx_set_grad(s->ctx, false);
   intrus_ctx_set_training(s->ctx, false);
-  if (st->count + 1 > s->row0_cap) {
-    int cap = (st->count + 1) * 2;
-    int *r = realloc(s->row0, (size_t)cap * sizeof *r);
-    if (!r) return intrus_error_set(err, INTRUS_ERR_NOMEM, "scorer: out of memory");
-    s->row0 = r;
-    s->row0_cap = cap;
+  s->nstates = 0;
+  s->by_slot = false;
+  if (st->count < 0 || !ints_reserve(&s->row0, &s->row0_cap, st->count + 1))
+    return intrus_error_set(err, INTRUS_ERR_NOMEM, "scorer: out of memory for %d states",
+                            st->count);
+  int row = 0;
+  for (int i = 0; i < st->count; i++) {
+    s->row0[i] = row;
+    row += st->off[i + 1] - st->off[i] + 2;
   }
-  enum intrus_status e = s->dec->ins_step(s->dec_self, s->cache, s->ctx, st, &s->hidden, err);
+  s->row0[st->count] = row;
+  return INTRUS_OK;
+}
+
+static enum intrus_status scorer_positions(void *user, const struct intrus_ins_states *st,
+                                           float *pos_logp, struct intrus_error *err) {
+  struct ins_model_scorer *s = user;
+  enum intrus_status e = scorer_begin(s, st, err);
+  if (!e) e = s->dec->ins_step(s->dec_self, s->cache, s->ctx, st, &s->hidden, err);
   if (e) return e;
   s->nstates = st->count;
   intrus_tensor *logit = intrus_matmul(s->ctx, s->hidden, s->w_pos, false, false); /* [N, 1] */
-  int row = 0;
   for (int i = 0; i < st->count; i++) {
-    int len = st->off[i + 1] - st->off[i] + 2;
-    s->row0[i] = row;
+    int row = s->row0[i], len = s->row0[i + 1] - row;
     const float *x = logit->data + row;
     float *y = pos_logp + row;
     float mx = -INFINITY;
@@ -37,9 +58,50 @@ static enum intrus_status scorer_positions(void *user, const struct intrus_ins_s
     for (int j = 0; j < len; j++) sum += exp((double)x[j] - mx);
     float lse = mx + (float)log(sum);
     for (int j = 0; j < len; j++) y[j] = x[j] - lse;
-    row += len;
   }
-  s->row0[st->count] = row;
+  return INTRUS_OK;
+}
+
+static enum intrus_status scorer_slot_logits(void *user, const struct intrus_ins_states *st,
+                                             int Q, const int *qstate, const int *qslot,
+                                             float *logit, struct intrus_error *err) {
+  struct ins_model_scorer *s = user;
+  enum intrus_status e = scorer_begin(s, st, err);
+  if (e) return e;
+  const int N = s->row0[st->count];
+  if (Q < 0 || !ints_reserve(&s->kept, &s->kept_cap, N + 1))
+    return intrus_error_set(err, INTRUS_ERR_NOMEM, "scorer: out of memory for %d rows", N);
+  int *rows = intrus_ctx_alloc(s->ctx, (size_t)(Q ? Q : 1) * sizeof *rows);
+  for (int r = 0; r < N; r++) s->kept[r] = -1;
+  for (int j = 0; j < Q; j++) {
+    int k = qstate[j] >= 0 && qstate[j] < st->count
+                ? s->row0[qstate[j] + 1] - s->row0[qstate[j]] - 2
+                : -1;
+    if (k < 0 || qslot[j] < 0 || qslot[j] > k)
+      return intrus_error_set(err, INTRUS_ERR_INVALID, "scorer: no state %d / slot %d",
+                              qstate[j], qslot[j]);
+    rows[j] = s->row0[qstate[j]] + qslot[j];
+    if (j && rows[j] <= rows[j - 1])
+      return intrus_error_set(err, INTRUS_ERR_INVALID,
+                              "scorer: slot queries must ascend by state and slot (query %d: "
+                              "state %d slot %d)", j, qstate[j], qslot[j]);
+    s->kept[rows[j]] = j;
+  }
+  if (s->step_rows) {
+    e = s->dec->ins_step_rows(s->dec_self, s->cache, s->ctx, st, Q, rows, &s->hidden, err);
+  } else {
+    /* A decoder without the restricted step: every row, then the asked ones. */
+    intrus_tensor *all;
+    e = s->dec->ins_step(s->dec_self, s->cache, s->ctx, st, &all, err);
+    if (!e && Q) s->hidden = intrus_embedding(s->ctx, all, rows, 1, &Q);
+  }
+  if (e) return e;
+  s->nstates = st->count;
+  s->by_slot = true;
+  if (Q) {
+    intrus_tensor *lg = intrus_matmul(s->ctx, s->hidden, s->w_pos, false, false); /* [Q, 1] */
+    memcpy(logit, lg->data, (size_t)Q * sizeof *logit);
+  }
   return INTRUS_OK;
 }
 
@@ -56,8 +118,12 @@ static enum intrus_status scorer_tokens(void *user, int n, const int *state, con
         slot[i] > s->row0[state[i] + 1] - s->row0[state[i]] - 2)
       return intrus_error_set(err, INTRUS_ERR_INVALID, "scorer: no state %d / slot %d",
                               state[i], slot[i]);
-    memcpy(x + (size_t)i * d, s->hidden->data + (size_t)(s->row0[state[i]] + slot[i]) * d,
-           (size_t)d * sizeof *x);
+    int row = s->row0[state[i]] + slot[i];
+    if (s->by_slot && (row = s->kept[row]) < 0)
+      return intrus_error_set(err, INTRUS_ERR_INVALID,
+                              "scorer: state %d / slot %d was not among the slots of the last "
+                              "slot_logits() call", state[i], slot[i]);
+    memcpy(x + (size_t)i * d, s->hidden->data + (size_t)row * d, (size_t)d * sizeof *x);
   }
   intrus_linear_log_softmax(n, x, d, s->tok_packed, tok_logp);
   return INTRUS_OK;
@@ -76,7 +142,9 @@ enum intrus_status ins_scorer_open(struct ins_model_scorer *s, struct intrus_mod
   s->sc = (struct intrus_ins_scorer){.vocab = intrus_model_tgt_vocab(m),
                                      .positions = scorer_positions,
                                      .tokens = scorer_tokens,
-                                     .user = s};
+                                     .user = s,
+                                     .slot_logits = scorer_slot_logits};
+  s->step_rows = intrus_model_decoder_abi_minor(m) >= 5 && s->dec->ins_step_rows;
   intrus_ctx_reset(ctx);
   bool grad = intrus_ctx_grad_enabled(ctx), training = intrus_ctx_training(ctx);
   intrus_ctx_set_grad(ctx, false);
@@ -96,6 +164,8 @@ void ins_scorer_close(struct ins_model_scorer *s) {
   s->tok_packed = NULL;
   free(s->row0);
   s->row0 = NULL;
+  free(s->kept);
+  s->kept = NULL;
 }
 
 /* ---- the training loss ---------------------------------------------------------- */

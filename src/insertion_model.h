@@ -21,6 +21,11 @@ struct ins_model_scorer {
   struct intrus_packed *tok_packed; /* w_token, packed for the token softmax */
   int *row0;                         /* first hidden row of each state of the last batch */
   int nstates, row0_cap;
+  /* After slot_logits(): hidden holds the asked slots' rows only, and kept[r] is the
+   * hidden row of decoder row r (-1: not asked). */
+  bool by_slot;
+  int *kept, kept_cap;
+  bool step_rows;                    /* the decoder has ins_step_rows (else: ins_step) */
 };
 
 /* ctx: a scratch context the scorer may reset (not the caller's training arena). */

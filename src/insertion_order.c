@@ -17,10 +17,13 @@ struct greedy_buf {
   int32_t *stok;
   int *pslot;         /* correct pairs of all states, state s's from pbeg[s] */
   int32_t *ptok;
-  int *pbeg;          /* [states + 1] */
-  int *pq;            /* the tokens() query each pair reads */
-  float *plogp;
-  int *qstate, *qslot;
+  int *pbeg;          /* [active + 1]: active sentence a's pairs from pbeg[a] */
+  int *act;           /* the step's active sentences */
+  float *plogp;       /* log p(i, c) of every pair (relative: plus a constant) */
+  int *qstate, *qslot;   /* tokens() queries: the slots of the scored states' pairs */
+  int *cq;            /* the scored pairs (forced ones left out): each one's query, */
+  int32_t *ctok;      /* token */
+  float *clogp;       /* and log p(c | slot) */
   float *pos_logp, *tok_logp;
 };
 
@@ -33,8 +36,11 @@ static void greedy_free(struct greedy_buf *g) {
   free(g->pslot);
   free(g->ptok);
   free(g->pbeg);
-  free(g->pq);
+  free(g->act);
   free(g->plogp);
+  free(g->cq);
+  free(g->ctok);
+  free(g->clogp);
   free(g->qstate);
   free(g->qslot);
   free(g->pos_logp);
@@ -58,11 +64,11 @@ enum intrus_status intrus_ins_pair_token_logp(const struct intrus_ins_scorer *sc
   return st;
 }
 
-enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,
-                                       const struct intrus_ins_scorer *scorer,
-                                       intrus_order_choose_fn choose, void *user,
-                                       struct intrus_ins_step *steps,
-                                       struct intrus_error *err) {
+/* The driver of intrus_order_greedy (relative false) and intrus_order_greedy_relative. */
+static enum intrus_status greedy_run(const struct intrus_order_batch *batch,
+                                     const struct intrus_ins_scorer *scorer,
+                                     intrus_order_choose_fn choose, void *user, bool relative,
+                                     struct intrus_ins_step *steps, struct intrus_error *err) {
   const int B = batch->count;
   const int *off = batch->off;
   if (B < 0) return intrus_error_set(err, INTRUS_ERR_INVALID, "order: %d sentences", B);
@@ -104,25 +110,31 @@ enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,
   const size_t V = scorer ? (size_t)scorer->vocab : 0;
   /* tokens() is asked in rounds, so the buffer stays small whatever the batch. */
   const size_t qround = scorer ? intrus_ins_token_round_rows(scorer->vocab, max_slots) : 0;
+  const bool by_slot = relative && scorer && scorer->slot_logits;
 
   struct greedy_buf g = {0};
   g.part = malloc((total + 1) * sizeof *g.part);
   g.rng = malloc((size_t)B * sizeof *g.rng);
-  g.sent = malloc((size_t)B * sizeof *g.sent);
-  g.soff = malloc(((size_t)B + 1) * sizeof *g.soff);
-  g.stok = malloc((max_tok + 1) * sizeof *g.stok);
   g.pslot = malloc((max_pairs + 1) * sizeof *g.pslot);
   g.ptok = malloc((max_pairs + 1) * sizeof *g.ptok);
   g.pbeg = malloc(((size_t)B + 1) * sizeof *g.pbeg);
-  bool ok = g.part && g.rng && g.sent && g.soff && g.stok && g.pslot && g.ptok && g.pbeg;
+  g.act = malloc((size_t)B * sizeof *g.act);
+  bool ok = g.part && g.rng && g.pslot && g.ptok && g.pbeg && g.act;
   if (ok && scorer) {
-    g.pq = malloc((max_pairs + 1) * sizeof *g.pq);
+    g.sent = malloc((size_t)B * sizeof *g.sent);
+    g.soff = malloc(((size_t)B + 1) * sizeof *g.soff);
+    g.stok = malloc((max_tok + 1) * sizeof *g.stok);
     g.plogp = malloc((max_pairs + 1) * sizeof *g.plogp);
+    g.cq = malloc((max_pairs + 1) * sizeof *g.cq);
+    g.ctok = malloc((max_pairs + 1) * sizeof *g.ctok);
+    g.clogp = malloc((max_pairs + 1) * sizeof *g.clogp);
     g.qstate = malloc((max_slots + 1) * sizeof *g.qstate);
     g.qslot = malloc((max_slots + 1) * sizeof *g.qslot);
-    g.pos_logp = malloc((max_pos + 1) * sizeof *g.pos_logp);
+    /* positions(): every position of every state; slot_logits(): one per query. */
+    g.pos_logp = malloc(((by_slot ? max_slots : max_pos) + 1) * sizeof *g.pos_logp);
     g.tok_logp = malloc((qround * V + 1) * sizeof *g.tok_logp);
-    ok = g.pq && g.plogp && g.qstate && g.qslot && g.pos_logp && g.tok_logp;
+    ok = g.sent && g.soff && g.stok && g.plogp && g.cq && g.ctok && g.clogp && g.qstate &&
+         g.qslot && g.pos_logp && g.tok_logp;
   }
   if (!ok) {
     greedy_free(&g);
@@ -135,21 +147,11 @@ enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,
 
   enum intrus_status st = INTRUS_OK;
   for (int t = 0; t < maxn && st == INTRUS_OK; t++) {
-    /* The states: every sentence with tokens left to insert, each with t tokens. */
-    int S = 0;
-    g.soff[0] = 0;
+    /* The correct pairs of every sentence with tokens left to insert. */
+    int A = 0, P = 0;
     for (int b = 0; b < B; b++) {
       int n = off[b + 1] - off[b];
       if (n <= t) continue;
-      g.sent[S] = b;
-      memcpy(g.stok + g.soff[S], g.part + (off[b] - off[0]), (size_t)t * sizeof *g.stok);
-      g.soff[S + 1] = g.soff[S] + t;
-      S++;
-    }
-
-    int P = 0, Q = 0;
-    for (int s = 0; s < S; s++) {
-      int b = g.sent[s], n = off[b + 1] - off[b];
       int cap = (t + 1) * (n - t);
       int np = intrus_ins_correct(batch->tok + off[b], n, g.part + (off[b] - off[0]), t,
                                   g.pslot + P, g.ptok + P, cap);
@@ -158,36 +160,59 @@ enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,
       INTRUS_CHECK(np > 0 && np <= cap,
                    "order: sentence %d step %d: the oracle gave %d correct pairs (cap %d)",
                    b, t, np, cap);
-      g.pbeg[s] = P;
-      if (scorer)
-        for (int j = P; j < P + np; j++) {
-          /* Pairs are slot-major, so a slot's pairs are consecutive and share a query. */
-          if (j == P || g.pslot[j] != g.pslot[j - 1]) {
-            g.qstate[Q] = s;
+      g.act[A] = b;
+      g.pbeg[A++] = P;
+      P += np;
+    }
+    g.pbeg[A] = P;
+
+    if (scorer) {
+      /* The states to score (relative: not those whose choice is forced) and their
+       * queries; pairs are slot-major, so a slot's pairs are consecutive and share one. */
+      int S = 0, Q = 0, C = 0;
+      g.soff[0] = 0;
+      for (int a = 0; a < A; a++) {
+        int b = g.act[a], p0 = g.pbeg[a], p1 = g.pbeg[a + 1];
+        if (relative && p1 - p0 == 1) continue;
+        g.sent[S] = b;
+        memcpy(g.stok + g.soff[S], g.part + (off[b] - off[0]), (size_t)t * sizeof *g.stok);
+        g.soff[S + 1] = g.soff[S] + t;
+        for (int j = p0; j < p1; j++, C++) {
+          if (j == p0 || g.pslot[j] != g.pslot[j - 1]) {
+            g.qstate[Q] = S;
             g.qslot[Q] = g.pslot[j];
             Q++;
           }
-          g.pq[j] = Q - 1;
+          g.cq[C] = Q - 1;
+          g.ctok[C] = g.ptok[j];
         }
-      P += np;
-    }
-    g.pbeg[S] = P;
-
-    if (scorer) {
-      struct intrus_ins_states states = {S, g.sent, g.soff, g.stok};
-      st = scorer->positions(scorer->user, &states, g.pos_logp, err);
-      if (st == INTRUS_OK)
-        st = intrus_ins_pair_token_logp(scorer, Q, g.qstate, g.qslot, qround, P, g.pq, g.ptok,
-                                        g.tok_logp, g.plogp, err);
-      if (st != INTRUS_OK) break;
-      for (int s = 0; s < S; s++) {
-        const float *pl = g.pos_logp + g.soff[s] + 2 * s;
-        for (int j = g.pbeg[s]; j < g.pbeg[s + 1]; j++) g.plogp[j] = pl[g.pslot[j]] + g.plogp[j];
+        S++;
+      }
+      if (S > 0) {
+        struct intrus_ins_states states = {S, g.sent, g.soff, g.stok};
+        st = by_slot ? scorer->slot_logits(scorer->user, &states, Q, g.qstate, g.qslot,
+                                           g.pos_logp, err)
+                     : scorer->positions(scorer->user, &states, g.pos_logp, err);
+        if (st == INTRUS_OK)
+          st = intrus_ins_pair_token_logp(scorer, Q, g.qstate, g.qslot, qround, C, g.cq,
+                                          g.ctok, g.tok_logp, g.clogp, err);
+        if (st != INTRUS_OK) break;
+      }
+      for (int a = 0, s = 0, c = 0; a < A; a++) {
+        int p0 = g.pbeg[a], p1 = g.pbeg[a + 1];
+        if (relative && p1 - p0 == 1) {
+          g.plogp[p0] = 0.0f;
+          continue;
+        }
+        for (int j = p0; j < p1; j++, c++)
+          g.plogp[j] = (by_slot ? g.pos_logp[g.cq[c]]
+                                : g.pos_logp[g.soff[s] + 2 * s + g.pslot[j]]) + g.clogp[c];
+        s++;
       }
     }
 
-    for (int s = 0; s < S; s++) {
-      int b = g.sent[s], p0 = g.pbeg[s], np = g.pbeg[s + 1] - p0;
+    for (int a = 0; a < A; a++) {
+      int b = g.act[a], p0 = g.pbeg[a], np = g.pbeg[a + 1] - p0;
       int c = choose(user, b, np, g.pslot + p0, g.ptok + p0, scorer ? g.plogp + p0 : NULL,
                      &g.rng[b]);
       INTRUS_CHECK(c >= 0 && c < np, "order: choose() returned %d of %d pairs", c, np);
@@ -198,4 +223,20 @@ enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,
   }
   greedy_free(&g);
   return st;
+}
+
+enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,
+                                       const struct intrus_ins_scorer *scorer,
+                                       intrus_order_choose_fn choose, void *user,
+                                       struct intrus_ins_step *steps,
+                                       struct intrus_error *err) {
+  return greedy_run(batch, scorer, choose, user, false, steps, err);
+}
+
+enum intrus_status intrus_order_greedy_relative(const struct intrus_order_batch *batch,
+                                                const struct intrus_ins_scorer *scorer,
+                                                intrus_order_choose_fn choose, void *user,
+                                                struct intrus_ins_step *steps,
+                                                struct intrus_error *err) {
+  return greedy_run(batch, scorer, choose, user, true, steps, err);
 }

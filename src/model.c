@@ -135,6 +135,10 @@ const struct intrus_decoder_vtable *intrus_model_decoder(struct intrus_model *m,
   return m->dec;
 }
 
+unsigned intrus_model_decoder_abi_minor(const struct intrus_model *m) {
+  return intrus_plugin_descriptor(m->dec_plugin)->abi_minor;
+}
+
 int intrus_model_tgt_vocab(const struct intrus_model *m) { return m->tgt_vocab; }
 
 int intrus_model_direction(const struct intrus_model *m) { return m->direction; }

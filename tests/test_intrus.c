@@ -319,6 +319,88 @@ static void test_beam_equals_exhaustive(const char *cfg) {
   intrus_plugin_search_free(s);
 }
 
+/* The scorer's slot_logits() against positions(): the same position log-probs up to a
+ * constant per state and the same token distributions, through the decoder's restricted
+ * step and through the fallback that runs every row; tokens() then refuses other
+ * slots. One- and two-layer decoders (the restricted step changes the last layer). */
+static void test_slot_logits(const char *cfg) {
+  char *two = replace(cfg, "plugin = \"insertion\"; layers = 1;",
+                      "plugin = \"insertion\"; layers = 2;");
+  EXPECT(two != NULL, "toy-intrus.cfg no longer sets a one-layer decoder");
+  if (!two) return;
+  enum { NS = 5, MAXK = 5 };
+  int32_t src[3 * 5] = {4, 5, 6, 7, 0, 9, 8, 0, 0, 0, 11, 10, 9, 8, 7};
+  int lens[3] = {4, 2, 5};
+  struct intrus_src_batch sb = {.batch = 3, .len = 5, .tokens = src, .lens = lens};
+  /* States of mixed sentences and lengths; queries leave state 2 out entirely. */
+  int sent[NS] = {0, 2, 1, 0, 2}, off[NS + 1] = {0, 0, 3, 4, 9, 11};
+  int32_t tok[11] = {7, 8, 9, 5, 4, 6, 6, 5, 11, 10, 4};
+  int qstate[] = {0, 1, 1, 1, 3, 3, 3, 4, 4}, qslot[] = {0, 0, 2, 3, 0, 1, 5, 1, 2};
+  const int Q = (int)(sizeof qstate / sizeof *qstate);
+  for (int variant = 0; variant < 4; variant++) {
+    struct intrus_plugin_search *s;
+    struct intrus_model *m = load_model(variant < 2 ? cfg : two, NULL, &s);
+    if (!m) {
+      intrus_plugin_search_free(s);
+      break;
+    }
+    intrus_ctx *ctx = intrus_ctx_create(0);
+    struct ins_model_scorer sc;
+    struct intrus_error err = {0};
+    struct intrus_ins_states st = {.count = NS, .sent = sent, .off = off, .tok = tok};
+    float pos[11 + 2 * NS], logit[16], *full = malloc(sizeof(float) * NS * (MAXK + 1) * VOCAB);
+    float *part = malloc(sizeof(float) * (size_t)Q * VOCAB);
+    int fs[NS * (MAXK + 1)], fl[NS * (MAXK + 1)], nf = 0;
+    for (int i = 0; i < NS; i++)
+      for (int j = 0; j <= off[i + 1] - off[i]; j++) fs[nf] = i, fl[nf++] = j;
+    enum intrus_status e = ins_scorer_open(&sc, m, ctx, &sb, &err);
+    EXPECT(e == INTRUS_OK && sc.step_rows, "open: %s (restricted step %d)", err.msg,
+           (int)sc.step_rows);
+    sc.step_rows = variant % 2 == 0; /* odd variants: the fallback over every row */
+    if (!e) e = sc.sc.positions(sc.sc.user, &st, pos, &err);
+    if (!e) e = sc.sc.tokens(sc.sc.user, nf, fs, fl, full, &err);
+    if (!e) e = sc.sc.slot_logits(sc.sc.user, &st, Q, qstate, qslot, logit, &err);
+    if (!e) e = sc.sc.tokens(sc.sc.user, Q, qstate, qslot, part, &err);
+    EXPECT(e == INTRUS_OK, "variant %d: %s", variant, err.msg);
+    double worst = 0;
+    for (int j = 0; j < Q && !e; j++) {
+      int s0 = qstate[j], row = off[s0] + 2 * s0 + qslot[j], first = j;
+      while (first > 0 && qstate[first - 1] == s0) first--;
+      double shift = logit[first] - pos[off[s0] + 2 * s0 + qslot[first]];
+      worst = fmax(worst, fabs(logit[j] - pos[row] - shift));
+      int f = 0;
+      while (fs[f] != s0 || fl[f] != qslot[j]) f++;
+      for (int c = 0; c < VOCAB; c++)
+        worst = fmax(worst, fabs(part[(size_t)j * VOCAB + c] - full[(size_t)f * VOCAB + c]));
+    }
+    EXPECT(worst <= 1e-5, "variant %d: slot_logits() and positions() differ by %g", variant,
+           worst);
+    if (!e) {
+      /* A slot the last slot_logits() call was not given; queries out of order. */
+      int s2 = 2, l0 = 0, bs[2] = {3, 1}, bl[2] = {0, 0};
+      EXPECT(sc.sc.tokens(sc.sc.user, 1, &s2, &l0, part, &err) == INTRUS_ERR_INVALID,
+             "tokens() read a slot slot_logits() did not run");
+      EXPECT_CONTAINS(err.msg, "slot_logits");
+      EXPECT(sc.sc.slot_logits(sc.sc.user, &st, 2, bs, bl, logit, &err) == INTRUS_ERR_INVALID,
+             "slot_logits() took queries out of order");
+      EXPECT_CONTAINS(err.msg, "ascend");
+      /* positions() makes every slot readable again. */
+      EXPECT(sc.sc.positions(sc.sc.user, &st, pos, &err) == INTRUS_OK &&
+                 sc.sc.tokens(sc.sc.user, 1, &s2, &l0, part, &err) == INTRUS_OK,
+             "after positions(): %s", err.msg);
+    }
+    printf("slot_logits, %d-layer decoder, %s: largest difference %.3g\n", variant < 2 ? 1 : 2,
+           variant % 2 ? "every row then the asked ones" : "restricted last layer", worst);
+    ins_scorer_close(&sc);
+    free(full);
+    free(part);
+    intrus_ctx_destroy(ctx);
+    intrus_model_destroy(m);
+    intrus_plugin_search_free(s);
+  }
+  free(two);
+}
+
 static void test_config_errors(const char *cfg) {
   struct trace tr = {0};
   struct intrus_train_result res;
@@ -379,6 +461,7 @@ int main(void) {
     return 1;
   }
   test_beam_equals_exhaustive(cfg);
+  test_slot_logits(cfg);
   test_config_errors(cfg);
   test_phases_resume(cfg);
   test_restart_and_plateau(cfg);

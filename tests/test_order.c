@@ -70,6 +70,9 @@ struct fake {
   int vocab;           /* row width of tok_logp: VOCAB, or wider (padded with -inf) so
                           that the callers must split a step into several tokens() rounds */
   unsigned char *asked; /* [nstates][MAXN + 1]: slots read since the last positions() */
+  unsigned char *queried; /* after slot_logits(): [nstates][MAXN + 1], the slots asked */
+  bool by_slot;        /* the last call was slot_logits() */
+  bool relative;       /* the caller is intrus_order_greedy_relative: no forced states */
   /* The states of the last positions() call. */
   int nstates, cap, tcap;
   int *sent, *soff;
@@ -81,7 +84,11 @@ static void fake_free(struct fake *f) {
   free(f->soff);
   free(f->tok);
   free(f->asked);
+  free(f->queried);
 }
+
+/* The position logit slot_logits() reports: log p(pos) plus a constant of the state. */
+static float fake_shift(int sent, int k) { return 0.75f * (float)sent - 0.5f * (float)k; }
 
 static bool is_subseq(const int32_t *a, int k, const int32_t *y, int n) {
   int i = 0;
@@ -90,9 +97,11 @@ static bool is_subseq(const int32_t *a, int k, const int32_t *y, int n) {
   return i == k;
 }
 
-static enum intrus_status fake_positions(void *user, const struct intrus_ins_states *st,
-                                         float *pos_logp, struct intrus_error *err) {
-  struct fake *f = user;
+/* Records a batch of states (for the checks of the tokens() calls that follow) and
+ * checks that each is an unfinished partial output of its sentence; writes each state's
+ * log p(pos) to pos_logp (packed as positions() does) unless it is NULL. */
+static enum intrus_status fake_states(struct fake *f, const struct intrus_ins_states *st,
+                                      float *pos_logp, struct intrus_error *err) {
   int call = f->positions_calls++;
   if (f->pending) f->bad++, fprintf(stderr, "positions() twice without tokens()\n");
   f->pending = true;
@@ -132,9 +141,53 @@ static enum intrus_status fake_positions(void *user, const struct intrus_ins_sta
               "partial output\n", s, b, k);
       continue;
     }
-    fake_pos(b, st->tok + st->off[s], k, pos_logp + st->off[s] + 2 * s);
+    if (f->relative) {
+      /* A state with one correct pair has nothing to choose: it is not scored. */
+      int ps[(MAXN + 1) * MAXN];
+      int32_t pt[(MAXN + 1) * MAXN];
+      int n = f->off[b + 1] - f->off[b];
+      if (intrus_ins_correct_brute(f->y + f->off[b], n, st->tok + st->off[s], k, ps, pt,
+                                   (MAXN + 1) * MAXN) < 2)
+        f->bad++, fprintf(stderr, "state %d (sentence %d, k %d) is forced but scored\n", s,
+                          b, k);
+    }
+    if (pos_logp) fake_pos(b, st->tok + st->off[s], k, pos_logp + st->off[s] + 2 * s);
   }
   f->soff[st->count] = st->off[st->count];
+  return INTRUS_OK;
+}
+
+static enum intrus_status fake_positions(void *user, const struct intrus_ins_states *st,
+                                         float *pos_logp, struct intrus_error *err) {
+  struct fake *f = user;
+  f->by_slot = false;
+  return fake_states(f, st, pos_logp, err);
+}
+
+static enum intrus_status fake_slot_logits(void *user, const struct intrus_ins_states *st,
+                                           int Q, const int *qstate, const int *qslot,
+                                           float *logit, struct intrus_error *err) {
+  struct fake *f = user;
+  f->by_slot = true;
+  enum intrus_status e = fake_states(f, st, NULL, err);
+  if (e) return e;
+  free(f->queried);
+  f->queried = calloc((size_t)st->count * (MAXN + 1) + 1, 1);
+  for (int j = 0; j < Q; j++) {
+    int s = qstate[j], k = s >= 0 && s < st->count ? st->off[s + 1] - st->off[s] : -1;
+    if (k < 0 || qslot[j] < 0 || qslot[j] > k ||
+        (j && (qstate[j] < qstate[j - 1] ||
+               (qstate[j] == qstate[j - 1] && qslot[j] <= qslot[j - 1])))) {
+      f->bad++;
+      fprintf(stderr, "slot_logits(): query %d (state %d slot %d) out of range or order\n", j,
+              s, qslot[j]);
+      continue;
+    }
+    f->queried[(size_t)s * (MAXN + 1) + qslot[j]] = 1;
+    float pos[MAXN + 2];
+    fake_pos(st->sent[s], st->tok + st->off[s], k, pos);
+    logit[j] = pos[qslot[j]] + fake_shift(st->sent[s], k);
+  }
   return INTRUS_OK;
 }
 
@@ -155,6 +208,12 @@ static enum intrus_status fake_tokens(void *user, int n, const int *state, const
     if (slot[q] >= 0 && slot[q] <= MAXN && f->asked[(size_t)s * (MAXN + 1) + slot[q]]++) {
       f->bad++;
       fprintf(stderr, "tokens(): state %d slot %d asked twice\n", s, slot[q]);
+    }
+    if (f->by_slot && slot[q] >= 0 && slot[q] <= MAXN &&
+        !f->queried[(size_t)s * (MAXN + 1) + slot[q]]) {
+      f->bad++;
+      fprintf(stderr, "tokens(): state %d slot %d was not given to slot_logits()\n", s,
+              slot[q]);
     }
     int b = f->sent[s], k = f->soff[s + 1] - f->soff[s];
     const int32_t *tok = f->tok + f->soff[s];
@@ -178,8 +237,10 @@ static enum intrus_status fake_tokens(void *user, int n, const int *state, const
   return INTRUS_OK;
 }
 
-/* Row width of the fakes fake_init() makes. */
+/* Row width of the fakes fake_init() makes, and whether fake_scorer() gives them
+ * slot_logits(). */
 static int fake_width = VOCAB;
+static bool fake_slots = false;
 
 static void fake_init(struct fake *f, const int *off, const int32_t *y, int nsent) {
   memset(f, 0, sizeof *f);
@@ -191,7 +252,9 @@ static void fake_init(struct fake *f, const int *off, const int32_t *y, int nsen
 }
 
 static struct intrus_ins_scorer fake_scorer(struct fake *f) {
-  return (struct intrus_ins_scorer){f->vocab, fake_positions, fake_tokens, f};
+  return (struct intrus_ins_scorer){
+      .vocab = f->vocab, .positions = fake_positions, .tokens = fake_tokens, .user = f,
+      .slot_logits = fake_slots ? fake_slot_logits : NULL};
 }
 
 /* ---- targets and checks ----------------------------------------------------------- */
@@ -423,10 +486,14 @@ static void test_valid(void) {
                "%s %s, alphabet %d, sentence %d (length %d): %s", cases[c].name,
                cases[c].settings ? cases[c].settings : "", alphabet, b, n, why);
       }
-      /* The model runs once per step for the whole batch, and only when asked for. */
-      bool model = p.vt->needs_model(self);
+      /* The model runs once per step for the whole batch, and only when asked for;
+       * "sampled" skips steps where every sentence's choice is forced (test_driver
+       * counts those). */
+      bool model = p.vt->needs_model(self), some = !strcmp(cases[c].name, "sampled");
       int want = model ? max_len(&t) : 0;
-      EXPECT(f.positions_calls == want && f.tokens_calls == want && !f.bad,
+      EXPECT((some ? f.positions_calls <= want && f.positions_calls > 0
+                   : f.positions_calls == want) &&
+                 f.tokens_calls == f.positions_calls && !f.bad,
              "%s: %d positions() and %d tokens() calls for %d steps, %d protocol errors",
              cases[c].name, f.positions_calls, f.tokens_calls, want, f.bad);
       p.vt->destroy(self);
@@ -582,9 +649,12 @@ static void test_frequencies(void) {
   /* At temperature 2 the model's distribution is flattened to sqrt(p); the frequencies
    * must follow that and not p itself. */
   double q1[64], q2[64];
-  for (int tc = 0; tc < 2; tc++) {
-    double temp = tc ? 2.0 : 1.0;
-    if (policy_create(&smp, tc ? "temperature = 2.0;" : NULL, &self, &err) != INTRUS_OK) {
+  /* Both with and without the scorer's slot_logits() (which leaves out the position
+   * normaliser): the frequencies must not change. */
+  for (int tc = 0; tc < 4; tc++) {
+    double temp = tc & 1 ? 2.0 : 1.0;
+    fake_slots = tc >= 2;
+    if (policy_create(&smp, tc & 1 ? "temperature = 2.0;" : NULL, &self, &err) != INTRUS_OK) {
       EXPECT(0, "sampled: %s", err.msg);
       continue;
     }
@@ -612,7 +682,7 @@ static void test_frequencies(void) {
     double d2 = chi_square(fq.obs2, u2, fq.n2, fq.given);
     EXPECT(d1 > 10 * chi_bound(fq.n1 - 1) && d2 > 4 * chi_bound(fq.n2 - 1),
            "sampled T=%g looks uniform: chi2 %.2f and %.2f against uniform", temp, d1, d2);
-    if (tc) {
+    if (tc & 1) {
       d1 = chi_square(fq.obs1, q1, fq.n1, FREQ_RUNS);
       d2 = chi_square(fq.obs2, q2, fq.n2, fq.given);
       EXPECT(d1 > 4 * chi_bound(fq.n1 - 1) && d2 > 4 * chi_bound(fq.n2 - 1),
@@ -620,6 +690,7 @@ static void test_frequencies(void) {
     }
     smp.vt->destroy(self);
   }
+  fake_slots = false;
   intrus_plugin_close(uni.plugin);
   intrus_plugin_close(smp.plugin);
 }
@@ -792,6 +863,8 @@ struct chooser {
   const struct targets *t;
   uint64_t seed;
   bool scored;
+  bool relative, by_slot;  /* intrus_order_greedy_relative; the fake has slot_logits() */
+  int multi[MAXN];         /* sentences with more than one correct pair at step k */
   int32_t part[64][MAXN + 1];
   int k[64];
   struct intrus_ins_step chosen[64][MAXN];
@@ -822,12 +895,24 @@ static int check_choose(void *user, int b, int npairs, const int *slot, const in
   if (!same) c->bad++, fprintf(stderr, "choose(): sentence %d step %d: wrong pairs\n", b, k);
   if ((logp != NULL) != c->scored)
     c->bad++, fprintf(stderr, "choose(): logp %s\n", logp ? "given" : "missing");
-  for (int j = 0; logp && same && j < npairs; j++)
-    if (logp[j] != fake_logp(b, c->part[b], k, slot[j], token[j])) {
-      c->bad++;
-      fprintf(stderr, "choose(): sentence %d step %d pair %d: logp %g, model %g\n", b, k, j,
-              logp[j], fake_logp(b, c->part[b], k, slot[j], token[j]));
+  if (npairs > 1 && k < MAXN) c->multi[k]++;
+  for (int j = 0; logp && same && j < npairs; j++) {
+    /* Relative: log p(i, c) plus slot_logits()'s constant of the state; a forced step is
+     * not scored and reads 0. */
+    float want = fake_logp(b, c->part[b], k, slot[j], token[j]);
+    float tol = 0.0f;
+    if (c->relative && npairs == 1) {
+      want = 0.0f;
+    } else if (c->by_slot) {
+      want += fake_shift(b, k);
+      tol = 1e-5f * (1.0f + fabsf(want));
     }
+    if (!(fabsf(logp[j] - want) <= tol)) {
+      c->bad++;
+      fprintf(stderr, "choose(): sentence %d step %d pair %d: logp %g, want %g\n", b, k, j,
+              logp[j], want);
+    }
+  }
   if (k == 0) {
     struct intrus_rng want;
     intrus_rng_seed(&want, intrus_hash64(c->seed, (uint64_t)b));
@@ -848,22 +933,37 @@ static void test_driver(void) {
   struct targets t;
   targets_random(&t, &r, MIXED_LENS, NMIXED, 3);
   int total_steps = t.off[t.count], maxn = max_len(&t);
-  for (int scored = 0; scored < 2; scored++) {
+  /* Modes: no scorer; scored; relative through positions(); relative through
+   * slot_logits(). */
+  for (int mode = 0; mode < 4; mode++) {
+    const bool scored = mode > 0, relative = mode >= 2;
     struct chooser *c = calloc(1, sizeof *c);
     c->t = &t;
     c->seed = 99;
     c->scored = scored;
+    c->relative = relative;
+    c->by_slot = mode == 3;
     struct fake f;
     fake_init(&f, t.off, t.tok, t.count);
+    f.relative = relative;
+    fake_slots = mode == 3;
     struct intrus_ins_scorer sc = fake_scorer(&f);
+    fake_slots = false;
     struct intrus_order_batch batch = batch_of(&t, 99);
     struct intrus_ins_step steps[64 * MAXN];
     struct intrus_error err = {0};
     enum intrus_status st =
-        intrus_order_greedy(&batch, scored ? &sc : NULL, check_choose, c, steps, &err);
+        relative ? intrus_order_greedy_relative(&batch, &sc, check_choose, c, steps, &err)
+                 : intrus_order_greedy(&batch, scored ? &sc : NULL, check_choose, c, steps, &err);
     EXPECT(st == INTRUS_OK, "greedy: %s", err.msg);
-    EXPECT(!c->bad && c->calls == total_steps, "scored %d: %d bad choose() calls, %d of %d",
-           scored, c->bad, c->calls, total_steps);
+    EXPECT(!c->bad && c->calls == total_steps, "mode %d: %d bad choose() calls, %d of %d",
+           mode, c->bad, c->calls, total_steps);
+    /* The same seed draws the same trajectories in every mode: choose() is asked at
+     * every step, forced or not. */
+    static struct intrus_ins_step first[64 * MAXN];
+    if (mode == 0) memcpy(first, steps, (size_t)total_steps * sizeof *steps);
+    EXPECT(!memcmp(first, steps, (size_t)total_steps * sizeof *steps),
+           "mode %d: other trajectories than without a scorer", mode);
     for (int b = 0; b < t.count; b++) {
       int n = t.off[b + 1] - t.off[b];
       EXPECT(c->k[b] == n && !memcmp(steps + t.off[b], c->chosen[b], (size_t)n * sizeof *steps),
@@ -871,19 +971,25 @@ static void test_driver(void) {
       EXPECT(!memcmp(c->part[b], t.tok + t.off[b], (size_t)n * sizeof *t.tok),
              "sentence %d: did not end at Y", b);
     }
-    /* Exactly one positions() and one tokens() call per step, over every unfinished
-     * sentence, all at the same length. */
-    int want = scored ? maxn : 0;
+    /* Exactly one positions() (or slot_logits()) and one tokens() call per step, over
+     * every unfinished sentence (relative: every one with a choice to make; steps
+     * without any call nothing), all at the same length. */
+    int want = 0;
+    for (int s = 0; scored && s < maxn; s++) want += !relative || c->multi[s] > 0;
     EXPECT(f.positions_calls == want && f.tokens_calls == want && !f.bad,
-           "scored %d: %d positions(), %d tokens() for %d steps, %d protocol errors", scored,
-           f.positions_calls, f.tokens_calls, maxn, f.bad);
-    for (int s = 0; scored && s < maxn; s++) {
+           "mode %d: %d positions(), %d tokens() for %d steps, %d protocol errors", mode,
+           f.positions_calls, f.tokens_calls, want, f.bad);
+    for (int s = 0, call = 0; scored && s < maxn && call <= MAXN; s++) {
       int active = 0;
       for (int b = 0; b < t.count; b++) active += t.off[b + 1] - t.off[b] > s;
-      EXPECT(f.states_per_call[s] == active && f.state_k[s] == s,
-             "step %d: %d states of length %d, want %d of length %d", s, f.states_per_call[s],
-             f.state_k[s], active, s);
+      if (relative && !(active = c->multi[s])) continue;
+      EXPECT(f.states_per_call[call] == active && f.state_k[call] == s,
+             "mode %d step %d: %d states of length %d, want %d of length %d", mode, s,
+             f.states_per_call[call], f.state_k[call], active, s);
+      call++;
     }
+    EXPECT(!relative || want < maxn || total_steps == 0,
+           "mode %d: no step was forced for all sentences (the test checks nothing)", mode);
     fake_free(&f);
     free(c);
   }

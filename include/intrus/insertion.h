@@ -87,6 +87,15 @@ struct intrus_ins_scorer {
   enum intrus_status (*tokens)(void *user, int n, const int *state, const int *slot,
                                float *tok_logp, struct intrus_error *err);
   void *user;
+  /* Optional (may be NULL; ABI 1.5): positions() for callers that compare slots within a
+   * state only. Runs the decoder over the states but finishes it only at the Q slots
+   * (qstate[j], qslot[j]), ascending by state and then slot, and writes each one's
+   * position logit: log p(pos = slot) plus a constant of its state (the normaliser,
+   * which would need every position of the state, is left out). tokens() may then be
+   * asked for these slots only. */
+  enum intrus_status (*slot_logits)(void *user, const struct intrus_ins_states *states, int Q,
+                                    const int *qstate, const int *qslot, float *logit,
+                                    struct intrus_error *err);
 };
 
 /* Callers ask tokens() in rounds of at most this many bytes of output (512 rows of
@@ -186,6 +195,18 @@ enum intrus_status intrus_order_greedy(const struct intrus_order_batch *batch,
                                        intrus_order_choose_fn choose, void *user,
                                        struct intrus_ins_step *steps,
                                        struct intrus_error *err);
+
+/* intrus_order_greedy for choices that compare a sentence's pairs with each other only
+ * (sampling in proportion to p(i, c)): logp[j] is log p(i, c) plus a constant of the
+ * sentence and step, which lets the scorer skip the position normaliser
+ * (scorer->slot_logits, when it has one), and a sentence whose step has a single
+ * correct pair is not scored at all (its logp reads 0). choose() is called for every
+ * sentence and step as in intrus_order_greedy, so its random draws are the same. */
+enum intrus_status intrus_order_greedy_relative(const struct intrus_order_batch *batch,
+                                                const struct intrus_ins_scorer *scorer,
+                                                intrus_order_choose_fn choose, void *user,
+                                                struct intrus_ins_step *steps,
+                                                struct intrus_error *err);
 
 #ifdef __cplusplus
 }

@@ -50,6 +50,9 @@ enum intrus_status intrus_model_encode(struct intrus_model *m, intrus_ctx *ctx,
 
 /* The decoder's vtable and instance, for search strategies. */
 const struct intrus_decoder_vtable *intrus_model_decoder(struct intrus_model *m, void **self);
+/* The ABI minor the decoder plugin was built against: slots added after it are absent
+ * from its vtable and must not be read. */
+unsigned intrus_model_decoder_abi_minor(const struct intrus_model *m);
 int intrus_model_tgt_vocab(const struct intrus_model *m);
 
 /* +1 when the model writes left to right (`order = "l2r"`, the default), -1 for

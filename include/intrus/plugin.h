@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define INTRUS_ABI_MAJOR 1
-#define INTRUS_ABI_MINOR 4
+#define INTRUS_ABI_MINOR 5
 
 #define INTRUS_PLUGIN_DESC(module) module##_LTX_intrus_plugin_desc
 #define INTRUS_PLUGIN_SYMBOL "intrus_plugin_desc"
@@ -158,6 +158,17 @@ struct intrus_decoder_vtable {
   enum intrus_status (*ins_step)(void *self, void *state, intrus_ctx *ctx,
                                  const struct intrus_ins_states *states, intrus_tensor **hidden,
                                  struct intrus_error *err);
+
+  /* ABI 1.5, optional (read only from plugins of minor 5 or later; NULL: the core runs
+   * ins_step and keeps the rows it needs). ins_step for callers that read only some
+   * rows: hidden is [nrows, d_model], the final states of rows[0..nrows) (ascending
+   * indices into ins_step's rows). A decoder can then run its last layer's queries,
+   * feed-forward and final norm on those rows alone; keys and values still come from
+   * every row, so the result equals those rows of ins_step's. */
+  enum intrus_status (*ins_step_rows)(void *self, void *state, intrus_ctx *ctx,
+                                      const struct intrus_ins_states *states, int nrows,
+                                      const int *rows, intrus_tensor **hidden,
+                                      struct intrus_error *err);
 };
 
 /* ---- order policies (ABI 1.2) ------------------------------------------------

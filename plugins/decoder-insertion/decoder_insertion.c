@@ -169,20 +169,50 @@ static intrus_tensor *embed(intrus_ctx *ctx, const struct decoder *dc, const str
   return intrus_dropout(ctx, x, dropout);
 }
 
+/* Segments of the last layer when only `rows` (ascending) are kept: state s's queries
+ * become the kept rows within its own rows; its keys (self) and memory rows (cross) stay. */
+static void keep_segments(intrus_ctx *ctx, const struct layout *L, int nrows, const int *rows,
+                          struct intrus_segments *self, struct intrus_segments *cross) {
+  const int n = L->self.count;
+  int *qb = intrus_ctx_alloc(ctx, 2 * (size_t)(n ? n : 1) * sizeof(int)), *ql = qb + n;
+  for (int s = 0, j = 0; s < n; s++) {
+    qb[s] = j;
+    while (j < nrows && rows[j] < L->self.q_begin[s] + L->self.q_len[s]) j++;
+    ql[s] = j - qb[s];
+  }
+  *self = L->self;
+  self->q_begin = qb;
+  self->q_len = ql;
+  *cross = L->cross;
+  cross->q_begin = qb;
+  cross->q_len = ql;
+}
+
 /* The layers over packed rows, cross-attention reading already projected memory keys
- * and values kc[l], vc[l] ([B*S, d] each). */
+ * and values kc[l], vc[l] ([B*S, d] each). With rows (ascending, nrows of them), the
+ * last layer's keys and values are taken from every row but everything after them only
+ * at those rows: the result is [nrows, d]. */
 static intrus_tensor *run_layers(intrus_ctx *ctx, const struct decoder *dc,
                                  const struct layout *L, intrus_tensor *x,
                                  intrus_tensor *const *kc, intrus_tensor *const *vc,
-                                 float dropout) {
+                                 float dropout, int nrows, const int *rows) {
   for (int l = 0; l < dc->layers; l++) {
     const struct intrus_decoder_layer *Ly = &dc->layer[l];
-    intrus_tensor *h = intrus_norm_forward(ctx, &Ly->n_self, x);
-    h = intrus_attention_forward_packed(ctx, &Ly->self, h, h, &L->self, false, dropout);
+    const struct intrus_segments *self = &L->self, *cross = &L->cross;
+    struct intrus_segments kept_self, kept_cross;
+    intrus_tensor *h = intrus_norm_forward(ctx, &Ly->n_self, x), *q_in = h;
+    if (rows && l == dc->layers - 1) {
+      keep_segments(ctx, L, nrows, rows, &kept_self, &kept_cross);
+      self = &kept_self;
+      cross = &kept_cross;
+      q_in = intrus_embedding(ctx, h, rows, 1, &nrows);
+      x = intrus_embedding(ctx, x, rows, 1, &nrows);
+    }
+    h = intrus_attention_forward_packed(ctx, &Ly->self, q_in, h, self, false, dropout);
     x = intrus_add(ctx, x, intrus_dropout(ctx, h, dropout));
     h = intrus_norm_forward(ctx, &Ly->n_cross, x);
     intrus_tensor *q = intrus_linear_forward(ctx, &Ly->cross.q, h);
-    h = intrus_attention(ctx, q, kc[l], vc[l], Ly->cross.heads, &L->cross, false, dropout);
+    h = intrus_attention(ctx, q, kc[l], vc[l], Ly->cross.heads, cross, false, dropout);
     h = intrus_linear_forward(ctx, &Ly->cross.o, h);
     x = intrus_add(ctx, x, intrus_dropout(ctx, h, dropout));
     h = intrus_ffn_forward(ctx, &Ly->ffn, intrus_norm_forward(ctx, &Ly->n_ffn, x), dropout);
@@ -210,7 +240,7 @@ static enum intrus_status dec_hidden(void *self, intrus_ctx *ctx, const struct i
     vc[l] = intrus_linear_forward(ctx, &dc->layer[l].cross.v, m);
   }
   float p = intrus_ctx_training(ctx) ? dc->dropout : 0.0f;
-  *hidden = run_layers(ctx, dc, &L, embed(ctx, dc, &L, p), kc, vc, p);
+  *hidden = run_layers(ctx, dc, &L, embed(ctx, dc, &L, p), kc, vc, p, 0, NULL);
   return INTRUS_OK;
 }
 
@@ -281,36 +311,65 @@ static intrus_tensor *cache_view(intrus_ctx *ctx, float *data, int rows, int d) 
   return t;
 }
 
-static enum intrus_status dec_ins_step(void *self, void *state, intrus_ctx *ctx,
-                                       const struct intrus_ins_states *states,
-                                       intrus_tensor **hidden, struct intrus_error *err) {
-  struct decoder *dc = self;
-  struct ins_cache *c = state;
+static enum intrus_status ins_run(struct decoder *dc, struct ins_cache *c, intrus_ctx *ctx,
+                                  const struct intrus_ins_states *states, int nrows,
+                                  const int *rows, intrus_tensor **hidden,
+                                  struct intrus_error *err) {
   struct layout L;
   enum intrus_status st = layout_build(ctx, dc, states, c->B, c->S, c->lens, &L, err);
   if (st) return st;
+  for (int j = 0; rows && j < nrows; j++)
+    if (rows[j] < 0 || rows[j] >= L.N || (j && rows[j] <= rows[j - 1]))
+      return intrus_error_set(err, INTRUS_ERR_INVALID,
+                              "decoder insertion: row %d of %d asked for is %d (rows must "
+                              "ascend within 0..%d)", j, nrows, rows[j], L.N - 1);
   bool grad = intrus_ctx_grad_enabled(ctx), training = intrus_ctx_training(ctx);
   intrus_ctx_set_grad(ctx, false);
   intrus_ctx_set_training(ctx, false);
-  size_t rows = (size_t)c->B * c->S;
+  size_t mrows = (size_t)c->B * c->S;
   intrus_tensor **kc = intrus_ctx_alloc(ctx, 2 * (size_t)dc->layers * sizeof *kc), **vc = kc + dc->layers;
   for (int l = 0; l < dc->layers; l++) {
-    kc[l] = cache_view(ctx, c->kv + (2 * (size_t)l) * rows * dc->d, (int)rows, dc->d);
-    vc[l] = cache_view(ctx, c->kv + (2 * (size_t)l + 1) * rows * dc->d, (int)rows, dc->d);
+    kc[l] = cache_view(ctx, c->kv + (2 * (size_t)l) * mrows * dc->d, (int)mrows, dc->d);
+    vc[l] = cache_view(ctx, c->kv + (2 * (size_t)l + 1) * mrows * dc->d, (int)mrows, dc->d);
   }
   const struct intrus_weight_packs *packs = intrus_ctx_packs(ctx);
   intrus_ctx_set_packs(ctx, c->packs);
-  *hidden = run_layers(ctx, dc, &L, embed(ctx, dc, &L, 0.0f), kc, vc, 0.0f);
+  *hidden = run_layers(ctx, dc, &L, embed(ctx, dc, &L, 0.0f), kc, vc, 0.0f, nrows, rows);
   intrus_ctx_set_packs(ctx, packs);
   intrus_ctx_set_grad(ctx, grad);
   intrus_ctx_set_training(ctx, training);
   return INTRUS_OK;
 }
 
+static enum intrus_status dec_ins_step(void *self, void *state, intrus_ctx *ctx,
+                                       const struct intrus_ins_states *states,
+                                       intrus_tensor **hidden, struct intrus_error *err) {
+  return ins_run(self, state, ctx, states, 0, NULL, hidden, err);
+}
+
+static enum intrus_status dec_ins_step_rows(void *self, void *state, intrus_ctx *ctx,
+                                            const struct intrus_ins_states *states, int nrows,
+                                            const int *rows, intrus_tensor **hidden,
+                                            struct intrus_error *err) {
+  if (nrows < 0 || (nrows > 0 && !rows))
+    return intrus_error_set(err, INTRUS_ERR_INVALID, "decoder insertion: %d rows asked for",
+                            nrows);
+  if (nrows == 0) {
+    /* Nothing to run, but the states are still checked. */
+    struct decoder *dc = self;
+    struct ins_cache *c = state;
+    struct layout L;
+    enum intrus_status st = layout_build(ctx, dc, states, c->B, c->S, c->lens, &L, err);
+    if (!st) *hidden = intrus_tensor_new2(ctx, 0, dc->d);
+    return st;
+  }
+  return ins_run(self, state, ctx, states, nrows, rows, hidden, err);
+}
+
 static const struct intrus_decoder_vtable vtable = {
     .create = dec_create, .destroy = dec_destroy, .finish = dec_finish,
     .ins_hidden = dec_hidden, .ins_output = dec_output, .ins_start = dec_ins_start,
-    .ins_step = dec_ins_step};
+    .ins_step = dec_ins_step, .ins_step_rows = dec_ins_step_rows};
 
 INTRUS_PLUGIN_EXPORT const struct intrus_plugin_desc INTRUS_PLUGIN_DESC(decoder_insertion) = {
     .abi_major = INTRUS_ABI_MAJOR,

@@ -77,7 +77,9 @@ static enum intrus_status sampled_trajectories(void *self, const struct intrus_o
   if (!scorer)
     return intrus_error_set(err, INTRUS_ERR_INVALID,
                             "order sampled: needs the model's scores, but no scorer was given");
-  return intrus_order_greedy(batch, scorer, sampled_choose, self, steps, err);
+  /* Weights relative to a sentence's best pair need log p(i, c) only up to a constant of
+   * the sentence: the driver can then skip the position normaliser and forced steps. */
+  return intrus_order_greedy_relative(batch, scorer, sampled_choose, self, steps, err);
 }
 
 static const struct intrus_order_vtable vtable = {
