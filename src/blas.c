@@ -65,6 +65,19 @@ void intrus_blas_count_flops(double f) {
 static void sgemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                   const float *A, int lda, const float *B, int ldb, float beta, float *C,
                   int ldc) {
+  if (N == 1) {
+    /* A matrix times a vector (an insertion model's position logits and their weight
+     * gradient): sgemm would pack all of A for one column. beta 0 must not read C. */
+    if (beta == 0.0f)
+      for (int i = 0; i < M; i++) C[(size_t)i * ldc] = 0.0f;
+    if (K == 0) { /* sgemv returns at once when A has no columns, without scaling y */
+      for (int i = 0; i < M; i++) C[(size_t)i * ldc] *= beta;
+      return;
+    }
+    cblas_sgemv(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_a ? K : M,
+                trans_a ? M : K, alpha, A, lda, B, trans_b ? 1 : ldb, beta, C, ldc);
+    return;
+  }
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, M, N, K, alpha, A, lda, B, ldb, beta, C,
               ldc);

@@ -74,19 +74,33 @@ static const struct intrus_packed *packed_of(const intrus_ctx *ctx, const intrus
   return NULL;
 }
 
+/* Rows from which a no-gradient product without a prepared pack packs the weight for
+ * itself: copying the weight once costs less than a tenth of the product from here, and
+ * intrus's kernel runs the product about twice as fast as OpenBLAS's (an encoder over a
+ * batch, the memory's keys and values). */
+#define LINEAR_PACK_ROWS 512
+
 intrus_tensor *intrus_linear_forward(intrus_ctx *ctx, const struct intrus_linear *l,
                                      intrus_tensor *x) {
   const struct intrus_packed *pk = packed_of(ctx, l->w);
+  const int in = l->w->shape[0], out = l->w->shape[1];
+  const bool fits = x->ndim >= 1 && x->shape[x->ndim - 1] == in && in > 0;
+  const int rows = fits ? (int)(x->n / (size_t)in) : 0;
+  struct intrus_packed *own = NULL;
+  if (!pk && fits && rows >= LINEAR_PACK_ROWS && !intrus_ctx_grad_enabled(ctx)) {
+    own = intrus_pack(in, out, l->w->data, out, false);
+    if (l->b) intrus_packed_set_bias(own, l->b->data);
+    pk = own;
+  }
   intrus_tensor *y;
-  if (pk && x->ndim >= 1 && x->shape[x->ndim - 1] == l->w->shape[0]) {
+  if (pk && fits) {
     /* A constant result: gradients are off, so nothing would record an op anyway. */
     int shape[INTRUS_MAX_DIMS];
     memcpy(shape, x->shape, (size_t)x->ndim * sizeof *shape);
-    shape[x->ndim - 1] = l->w->shape[1];
+    shape[x->ndim - 1] = out;
     y = intrus_tensor_new(ctx, x->ndim, shape);
-    const int in = l->w->shape[0];
-    intrus_gemm_packed(in ? (int)(x->n / (size_t)in) : 0, x->data, in, pk, y->data,
-                       l->w->shape[1]);
+    intrus_gemm_packed(rows, x->data, in, pk, y->data, out);
+    intrus_packed_free(own);
     return y; /* the bias is packed with the weight */
   }
   y = intrus_matmul(ctx, x, l->w, false, false);

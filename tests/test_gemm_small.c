@@ -74,8 +74,9 @@ static void check_shapes(bool small) {
                  K);
           cases++;
         }
-  /* Just past the kernel's limits (2^17 multiply-adds; B^T of 8192 floats): OpenBLAS. */
-  static const int big[][3] = {{33, 64, 64}, {2, 129, 64}, {40, 40, 82}};
+  /* Just past the kernel's limits (2^17 multiply-adds; B^T of 8192 floats): OpenBLAS;
+   * a matrix times a vector large enough to be split across threads (sgemv). */
+  static const int big[][3] = {{33, 64, 64}, {2, 129, 64}, {40, 40, 82}, {4000, 1, 80}};
   for (size_t b = 0; b < sizeof big / sizeof *big; b++)
     for (int t = 0; t < 4; t++) {
       bool outside = false;

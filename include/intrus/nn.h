@@ -21,8 +21,8 @@ struct intrus_linear {
 };
 void intrus_linear_init(struct intrus_linear *l, struct intrus_params *p, const char *name,
                         int in, int out, bool bias);
-/* x [..., in] -> [..., out]. With gradients off and a packed copy of l->w set on ctx
- * (intrus_ctx_set_packs), the product uses the copy. */
+/* x [..., in] -> [..., out]. With gradients off, the product uses a packed copy of l->w
+ * set on ctx (intrus_ctx_set_packs), or, from 512 rows, one packed for this call. */
 intrus_tensor *intrus_linear_forward(intrus_ctx *ctx, const struct intrus_linear *l,
                                      intrus_tensor *x);
 
