@@ -6,7 +6,8 @@
  * batch. Each cblas_sgemm call locks a buffer, packs both operands and dispatches
  * (pthread_mutex_lock, sgemm_oncopy and sgemm_itcopy showed in perf) for as little as
  * 20,000 multiply-adds. Here a 4 x 32 register tile reads A and B in place (B
- * transposed into a stack buffer first when the product wants B^T).
+ * transposed into a stack buffer first, 16 x 16 blocks at a time, when the product wants
+ * B^T).
  *
  * Each element of C is one ascending FMA chain over k, then alpha * sum + beta * C, on
  * the calling thread: results do not depend on the thread count. Without AVX-512 (or
@@ -99,6 +100,53 @@ small_body(const bool ta, int M, int N, int K, float alpha, const float *A, int 
   }
 }
 
+/* bt[K, N] (row stride N) = B[N, K]^T (row stride ldb), in 16 x 16 blocks transposed in
+ * registers: the scalar loop's strided stores cost three times the product itself for
+ * attention's 20 x 64 keys (cross-attention transposes its sentence's memory keys for
+ * every state and head). */
+static INTRUS_AVX512 void transpose_avx512(const float *B, int ldb, int N, int K, float *bt) {
+  for (int j0 = 0; j0 < N; j0 += 16) {
+    const int nr = N - j0 < 16 ? N - j0 : 16;
+    const __mmask16 rows = cols_mask(nr);
+    for (int k0 = 0; k0 < K; k0 += 16) {
+      const int kc = K - k0 < 16 ? K - k0 : 16;
+      const __mmask16 cols = cols_mask(kc);
+      __m512 r[16], t[16];
+      /* r[i] = B[j0 + i][k0 .. k0+16) (zero past the edges) */
+      for (int i = 0; i < 16; i++)
+        r[i] = i < nr ? _mm512_maskz_loadu_ps(cols, B + (size_t)(j0 + i) * ldb + k0)
+                      : _mm512_setzero_ps();
+      /* Pairs of rows interleaved within 128-bit blocks, then pairs of pairs: u[4g + c]
+       * holds, in block L, column 4L + c of rows 4g .. 4g+3. */
+      for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+      }
+      for (int g = 0; g < 4; g++) {
+        const __m512d a = _mm512_castps_pd(t[4 * g]), b = _mm512_castps_pd(t[4 * g + 2]);
+        const __m512d c = _mm512_castps_pd(t[4 * g + 1]), d = _mm512_castps_pd(t[4 * g + 3]);
+        r[4 * g] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        r[4 * g + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        r[4 * g + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        r[4 * g + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+      }
+      /* Column 4L + c gathers block L of u[c], u[4 + c], u[8 + c], u[12 + c]. */
+      for (int c = 0; c < 4; c++) {
+        const __m512 x0 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0x44);
+        const __m512 x1 = _mm512_shuffle_f32x4(r[c], r[4 + c], 0xee);
+        const __m512 y0 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0x44);
+        const __m512 y1 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], 0xee);
+        t[c] = _mm512_shuffle_f32x4(x0, y0, 0x88);
+        t[4 + c] = _mm512_shuffle_f32x4(x0, y0, 0xdd);
+        t[8 + c] = _mm512_shuffle_f32x4(x1, y1, 0x88);
+        t[12 + c] = _mm512_shuffle_f32x4(x1, y1, 0xdd);
+      }
+      for (int k = 0; k < kc; k++)
+        _mm512_mask_storeu_ps(bt + (size_t)(k0 + k) * N + j0, rows, t[k]);
+    }
+  }
+}
+
 static INTRUS_AVX512 void small_avx512(bool ta, int M, int N, int K, float alpha,
                                        const float *A, int lda, const float *B, int ldb,
                                        float beta, float *C, int ldc) {
@@ -120,8 +168,7 @@ bool intrus_gemm_small(bool trans_a, bool trans_b, int M, int N, int K, float al
   if ((long)K * N > SMALL_MAX_BT) return false;
   /* op(B) = B^T, [K, N]: rows of B become columns of the buffer. */
   float bt[SMALL_MAX_BT];
-  for (int j = 0; j < N; j++)
-    for (int k = 0; k < K; k++) bt[(size_t)k * N + j] = B[(size_t)j * ldb + k];
+  transpose_avx512(B, ldb, N, K, bt);
   small_avx512(trans_a, M, N, K, alpha, A, lda, bt, N, beta, C, ldc);
   return true;
 #else
