@@ -28,7 +28,9 @@ static enum intrus_status scorer_begin(struct ins_model_scorer *s,
   intrus_ctx_set_training(s->ctx, false);
   s->nstates = 0;
   s->by_slot = false;
-  if (st->count < 0 || !ints_reserve(&s->row0, &s->row0_cap, st->count + 1))
+  if (st->count < 0)
+    return intrus_error_set(err, INTRUS_ERR_INVALID, "scorer: %d states", st->count);
+  if (!ints_reserve(&s->row0, &s->row0_cap, st->count + 1))
     return intrus_error_set(err, INTRUS_ERR_NOMEM, "scorer: out of memory for %d states",
                             st->count);
   int row = 0;
@@ -69,7 +71,8 @@ static enum intrus_status scorer_slot_logits(void *user, const struct intrus_ins
   enum intrus_status e = scorer_begin(s, st, err);
   if (e) return e;
   const int N = s->row0[st->count];
-  if (Q < 0 || !ints_reserve(&s->kept, &s->kept_cap, N + 1))
+  if (Q < 0) return intrus_error_set(err, INTRUS_ERR_INVALID, "scorer: %d slot queries", Q);
+  if (!ints_reserve(&s->kept, &s->kept_cap, N + 1))
     return intrus_error_set(err, INTRUS_ERR_NOMEM, "scorer: out of memory for %d rows", N);
   int *rows = intrus_ctx_alloc(s->ctx, (size_t)(Q ? Q : 1) * sizeof *rows);
   for (int r = 0; r < N; r++) s->kept[r] = -1;

@@ -15,7 +15,7 @@ struct greedy_buf {
   struct intrus_rng *rng;
   int *sent, *soff;   /* the step's states */
   int32_t *stok;
-  int *pslot;         /* correct pairs of all states, state s's from pbeg[s] */
+  int *pslot;         /* the correct pairs of the step's active sentences */
   int32_t *ptok;
   int *pbeg;          /* [active + 1]: active sentence a's pairs from pbeg[a] */
   int *act;           /* the step's active sentences */
