@@ -384,6 +384,12 @@ static void test_slot_logits(const char *cfg) {
       EXPECT(sc.sc.slot_logits(sc.sc.user, &st, 2, bs, bl, logit, &err) == INTRUS_ERR_INVALID,
              "slot_logits() took queries out of order");
       EXPECT_CONTAINS(err.msg, "ascend");
+      /* No slot asked for: the decoder checks the states and runs nothing; no slot is
+       * readable. */
+      EXPECT(sc.sc.slot_logits(sc.sc.user, &st, 0, qstate, qslot, logit, &err) == INTRUS_OK,
+             "slot_logits() without slots: %s", err.msg);
+      EXPECT(sc.sc.tokens(sc.sc.user, 1, qstate, qslot, part, &err) == INTRUS_ERR_INVALID,
+             "tokens() read a slot after slot_logits() asked for none");
       /* positions() makes every slot readable again. */
       EXPECT(sc.sc.positions(sc.sc.user, &st, pos, &err) == INTRUS_OK &&
                  sc.sc.tokens(sc.sc.user, 1, &s2, &l0, part, &err) == INTRUS_OK,

@@ -323,6 +323,11 @@ static enum intrus_status ins_run(struct decoder *dc, struct ins_cache *c, intru
       return intrus_error_set(err, INTRUS_ERR_INVALID,
                               "decoder insertion: row %d of %d asked for is %d (rows must "
                               "ascend within 0..%d)", j, nrows, rows[j], L.N - 1);
+  if (rows && nrows == 0) {
+    /* No row asked for: the states are checked, nothing runs. */
+    *hidden = intrus_tensor_new2(ctx, 0, dc->d);
+    return INTRUS_OK;
+  }
   bool grad = intrus_ctx_grad_enabled(ctx), training = intrus_ctx_training(ctx);
   intrus_ctx_set_grad(ctx, false);
   intrus_ctx_set_training(ctx, false);
@@ -354,16 +359,9 @@ static enum intrus_status dec_ins_step_rows(void *self, void *state, intrus_ctx 
   if (nrows < 0 || (nrows > 0 && !rows))
     return intrus_error_set(err, INTRUS_ERR_INVALID, "decoder insertion: %d rows asked for",
                             nrows);
-  if (nrows == 0) {
-    /* Nothing to run, but the states are still checked. */
-    struct decoder *dc = self;
-    struct ins_cache *c = state;
-    struct layout L;
-    enum intrus_status st = layout_build(ctx, dc, states, c->B, c->S, c->lens, &L, err);
-    if (!st) *hidden = intrus_tensor_new2(ctx, 0, dc->d);
-    return st;
-  }
-  return ins_run(self, state, ctx, states, nrows, rows, hidden, err);
+  /* A non-NULL list marks the restricted form, even when it is empty. */
+  static const int none[1] = {0};
+  return ins_run(self, state, ctx, states, nrows, nrows ? rows : none, hidden, err);
 }
 
 static const struct intrus_decoder_vtable vtable = {
