@@ -59,5 +59,6 @@ int intrus_cmd_train(int argc, char **argv);
 int intrus_cmd_decode(int argc, char **argv);
 int intrus_cmd_eval(int argc, char **argv);
 int intrus_cmd_run(int argc, char **argv);
+int intrus_cmd_plot(int argc, char **argv);
 
 #endif

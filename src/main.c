@@ -17,6 +17,7 @@ static const char usage[] =
     "  decode    translate / caption with a trained model\n"
     "  eval      score hypotheses against references\n"
     "  run       train, decode and evaluate an experiment (resumable)\n"
+    "  plot      draw the learning curves of runs into one PNG\n"
     "\n"
     "Options:\n"
     "  -h, --help     show this help (also: intrus <command> --help)\n"
@@ -35,7 +36,7 @@ struct command {
 
 static const struct command commands[] = {
     {"plugins", intrus_cmd_plugins}, {"train", intrus_cmd_train}, {"decode", intrus_cmd_decode},
-    {"eval", intrus_cmd_eval},       {"run", intrus_cmd_run},
+    {"eval", intrus_cmd_eval},       {"run", intrus_cmd_run},       {"plot", intrus_cmd_plot},
 };
 
 int main(int argc, char **argv) {
