@@ -201,26 +201,51 @@ enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intru
   if (st) return st;
 
   /* The states trained on: every prefix of each trajectory (t = 0..n, the last one
-   * complete), or one of them drawn per sentence. */
+   * complete), or per_sentence distinct ones drawn per sentence (ascending). */
   int nstates = 0;
   long state_tokens = 0, max_pairs = 0;
-  int *pick = intrus_ctx_alloc(ctx, (size_t)B * sizeof *pick);
+  int *npick = intrus_ctx_alloc(ctx, (size_t)B * sizeof *npick);
+  int *pick0 = intrus_ctx_alloc(ctx, (size_t)(B + 1) * sizeof *pick0);
+  long total_picks = 0;
   for (int b = 0; b < B; b++) {
-    int n = tgt->lens[b];
-    if (spec->all_states) {
-      pick[b] = -1;
-      nstates += n + 1;
-      state_tokens += (long)n * (n + 1) / 2;
-      for (int k = 0; k <= n; k++) max_pairs += (long)(k + 1) * (n - k);
+    int n = tgt->lens[b], want = spec->all_states || spec->per_sentence < 1 ? n + 1 : spec->per_sentence;
+    npick[b] = want < n + 1 ? want : n + 1;
+    total_picks += npick[b];
+  }
+  int *picks = intrus_ctx_alloc(ctx, (size_t)(total_picks ? total_picks : 1) * sizeof *picks);
+  int *perm = intrus_ctx_alloc(ctx, (size_t)(off[B] + 1) * sizeof *perm);
+  for (int b = 0, at = 0; b < B; b++) {
+    int n = tgt->lens[b], *pk = picks + at;
+    pick0[b] = at;
+    if (npick[b] == n + 1) {
+      for (int k = 0; k <= n; k++) pk[k] = k;
     } else {
+      /* The first draw is the one the single-state form always made. */
       struct intrus_rng r;
       intrus_rng_seed(&r, intrus_hash64(seed ^ 0x5eedf00dULL, (uint64_t)b));
-      pick[b] = (int)intrus_rng_below(&r, (uint64_t)n + 1);
-      nstates += 1;
-      state_tokens += pick[b];
-      max_pairs += (long)(pick[b] + 1) * (n - pick[b]);
+      for (int k = 0; k <= n; k++) perm[k] = k;
+      for (int j = 0; j < npick[b]; j++) {
+        int u = j + (int)intrus_rng_below(&r, (uint64_t)(n + 1 - j)), tmp = perm[j];
+        perm[j] = perm[u];
+        perm[u] = tmp;
+        pk[j] = perm[j];
+      }
+      for (int j = 1; j < npick[b]; j++) /* ascending: insertion sort of a few */
+        for (int i = j; i > 0 && pk[i] < pk[i - 1]; i--) {
+          int tmp = pk[i];
+          pk[i] = pk[i - 1];
+          pk[i - 1] = tmp;
+        }
     }
+    for (int j = 0; j < npick[b]; j++) {
+      int k = pk[j];
+      nstates++;
+      state_tokens += k;
+      max_pairs += (long)(k + 1) * (n - k);
+    }
+    at += npick[b];
   }
+  pick0[B] = (int)total_picks;
   int *sent = intrus_ctx_alloc(ctx, (size_t)nstates * sizeof *sent);
   int *soff = intrus_ctx_alloc(ctx, (size_t)(nstates + 1) * sizeof *soff);
   int32_t *stok = intrus_ctx_alloc(ctx, (size_t)(state_tokens ? state_tokens : 1) * sizeof *stok);
@@ -242,8 +267,8 @@ enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intru
   for (int b = 0; b < B; b++) {
     int n = tgt->lens[b];
     intrus_ins_replay(steps + off[b], n, replay);
-    int k0 = pick[b] < 0 ? 0 : pick[b], k1 = pick[b] < 0 ? n : pick[b];
-    for (int k = k0; k <= k1; k++, s++) {
+    for (int j = pick0[b]; j < pick0[b + 1]; j++, s++) {
+      int k = picks[j];
       const int32_t *part = replay + (size_t)k * n;
       sent[s] = b;
       memcpy(stok + soff[s], part, (size_t)k * sizeof *stok);

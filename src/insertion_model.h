@@ -39,7 +39,8 @@ struct ins_train_spec {
   const struct intrus_order_vtable *order;
   void *order_self;
   enum intrus_ins_loss_kind loss;
-  bool all_states;      /* every state of each trajectory, or one random state per sentence */
+  bool all_states;      /* every state of each trajectory, or per_sentence random ones */
+  int per_sentence;     /* without all_states: distinct states drawn per sentence (1) */
 };
 
 /* The INTRUS loss of a batch (mean over the states trained on), recorded on ctx's tape.

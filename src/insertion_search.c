@@ -117,6 +117,8 @@ struct sentence {
   size_t pick_cap;
   double *kth;                       /* [K] scratch for theta */
 
+  double *fin;                       /* [K] log p of each hypothesis finished this step */
+
   /* The best finished hypothesis so far. */
   bool have;
   int flen;
@@ -301,6 +303,7 @@ struct search {
   const struct intrus_ins_scorer *sc;
   int K, V, nsent;
   int min_len;                /* no finish before this many tokens */
+  bool finish_in_beam;        /* a finish counts only against the step's kept children */
   bool prune;
   double alpha;
   struct sentence *S;
@@ -424,6 +427,9 @@ static void start_expansion(struct search *X, struct sentence *S, int t) {
   S->slots_finished = false;
 }
 
+static void offer_step_finishes(const struct search *X, struct sentence *S, int t,
+                                double kept);
+
 /* The new beam of S from this step's candidates. */
 static void select_beam(struct search *X, struct sentence *S, int t) {
   string_bounds(S);
@@ -439,6 +445,7 @@ static void select_beam(struct search *X, struct sentence *S, int t) {
   }
   qsort(S->pick, n, sizeof *S->pick, cand_qsort);
   int nb = n < (size_t)X->K ? (int)n : X->K, cur = S->cur, nxt = 1 - cur;
+  if (X->finish_in_beam) offer_step_finishes(X, S, t, nb ? S->pick[nb - 1].score : -INFINITY);
   size_t ms = (size_t)S->ms;
   for (int i = 0; i < nb; i++) {
     const struct cand *c = &S->pick[i];
@@ -473,6 +480,17 @@ static bool can_improve(const struct search *X, const struct sentence *S, int t)
   return false;
 }
 
+static void offer_finished(struct sentence *S, int h, int t, double logp, double score);
+
+/* finish_in_beam (the reference code's eos_in_beam): the step's finished versions,
+ * held back until the step's children are known, count only where their log p reaches
+ * the worst child kept in the new beam. */
+static void offer_step_finishes(const struct search *X, struct sentence *S, int t,
+                                double kept) {
+  for (int h = 0; h < S->live; h++)
+    if (S->fin[h] >= kept) offer_finished(S, h, t, S->fin[h], S->fin[h] / X->denom[t]);
+}
+
 static void offer_finished(struct sentence *S, int h, int t, double logp, double score) {
   if (score != score || (S->have && !(score > S->fscore))) return;
   S->have = true;
@@ -505,6 +523,7 @@ static void search_free(struct search *X) {
       free(S->kth);
       free(S->ftok);
       free(S->ftraj);
+      free(S->fin);
     }
   free(X->S);
   free(X->denom);
@@ -553,6 +572,7 @@ static enum intrus_status search_alloc(struct search *X, const int *max_steps,
     S->way_off = xmalloc((nslot + 1) * sizeof *S->way_off);
     S->top = xmalloc((size_t)K * sizeof *S->top);
     S->kth = xmalloc((size_t)K * sizeof *S->kth);
+    S->fin = xmalloc((size_t)K * sizeof *S->fin);
     S->ftok = xmalloc((size_t)ms * sizeof *S->ftok);
     S->ftraj = xmalloc((size_t)ms * sizeof *S->ftraj);
     states += (size_t)K;
@@ -614,13 +634,15 @@ static enum intrus_status search_step(struct search *X, int t, bool *more,
     if (!S->active) continue;
     /* min_len holds finishing back (up to max_steps, where finishing is all that is
      * left). */
-    for (int h = 0; h < S->live && (t >= X->min_len || t >= S->ms); h++) {
-      double lf = S->logp[S->cur][h] + X->pos[(size_t)S->state[h] * (t + 2) + t + 1];
-      offer_finished(S, h, t, lf, lf / X->denom[t]);
-    }
     /* At max_steps a hypothesis can only finish; without real tokens, nothing else
      * can happen either. */
     S->expand = t < S->ms && X->V > INTRUS_NUM_SPECIAL;
+    for (int h = 0; h < S->live; h++) {
+      bool may = t >= X->min_len || t >= S->ms;
+      double lf = S->logp[S->cur][h] + X->pos[(size_t)S->state[h] * (t + 2) + t + 1];
+      S->fin[h] = may ? lf : -INFINITY;
+      if (may && !(X->finish_in_beam && S->expand)) offer_finished(S, h, t, lf, lf / X->denom[t]);
+    }
     if (!S->expand) continue;
     start_expansion(X, S, t);
     if (stats) stats->slots_total += S->nslot;
@@ -686,7 +708,8 @@ enum intrus_status intrus_ins_beam_search(const struct intrus_ins_scorer *sc, in
   memset(out, 0, (size_t)nsent * sizeof *out);
   double start = now_s(), pos_s = 0.0, tok_s = 0.0;
   struct search X = {.sc = sc, .K = o.beam, .V = sc->vocab, .nsent = nsent,
-                     .prune = o.prune, .alpha = o.alpha, .min_len = o.min_len};
+                     .prune = o.prune, .alpha = o.alpha, .min_len = o.min_len,
+                     .finish_in_beam = o.finish_in_beam};
   enum intrus_status st = search_alloc(&X, max_steps, err);
   bool more = true;
   for (int t = 0; !st && more; t++) st = search_step(&X, t, &more, stats, &pos_s, &tok_s, err);

@@ -19,6 +19,8 @@
 
 struct train_cfg {
   long steps, log_every, valid_every, checkpoint_every, batch_tokens, valid_bleu;
+  long bleu_every;  /* steps between validation BLEU decodes (a multiple of valid_every) */
+  int valid_beam;   /* beam of the validation decodes (0: the search group's) */
   int batch;
   bool has_phases;
   float label_smoothing;
@@ -35,6 +37,7 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
                                      struct intrus_error *err) {
   const intrus_cfg *g;
   long long steps, batch, batch_tokens, valid_bleu, warmup, log_every, valid_every, ckpt_every;
+  long long bleu_every, valid_beam;
   double lr, clip, smoothing, beta1, beta2;
   enum intrus_status st;
   if ((st = intrus_cfg_group_req(root, "train", &g, err))) return st;
@@ -56,8 +59,17 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
       (st = intrus_cfg_int_range(g, "valid_every", 1000, 1, 1LL << 40, &valid_every, err)) ||
       (st = intrus_cfg_int_range(g, "checkpoint_every", 1000, 1, 1LL << 40, &ckpt_every, err)) ||
       (st = intrus_cfg_int_range(g, "valid_bleu", 200, 0, 1 << 20, &valid_bleu, err)) ||
+      (st = intrus_cfg_int_range(g, "valid_bleu_every", valid_every, 1, 1LL << 40, &bleu_every,
+                                 err)) ||
+      (st = intrus_cfg_int_range(g, "valid_beam", 0, 0, 1024, &valid_beam, err)) ||
       (st = intrus_cfg_check_unknown(g, err)))
     return st;
+  if (bleu_every % valid_every)
+    return intrus_cfg_error(g, "valid_bleu_every", err,
+                            "must be a multiple of valid_every (%lld), got %lld", valid_every,
+                            bleu_every);
+  t->bleu_every = bleu_every;
+  t->valid_beam = (int)valid_beam;
   t->steps = steps;
   t->batch = (int)batch;
   t->batch_tokens = batch_tokens;
@@ -129,7 +141,9 @@ static enum intrus_status validate_bleu(struct intrus_model *m, struct dataset *
   if (d->kind != DATA_PARALLEL || t->valid_bleu == 0) return INTRUS_OK;
   size_t n = d->valid_text.n < (size_t)t->valid_bleu ? d->valid_text.n : (size_t)t->valid_bleu;
   char **hyps;
-  enum intrus_status st = translate_lines(m, d, &search->beam, search->batch_tokens,
+  struct intrus_beam_opts beam = search->beam;
+  if (t->valid_beam > 0) beam.beam = t->valid_beam;
+  enum intrus_status st = translate_lines(m, d, &beam, search->batch_tokens,
                                           d->valid_text.src, n, NULL, &hyps, NULL, err);
   if (st) return st;
   struct score_result r;
@@ -181,7 +195,7 @@ static enum intrus_status put_phase_state(struct intrus_ckpt_writer *w,
 static enum intrus_status save_checkpoint(const char *path, uint64_t fp,
                                           struct intrus_model *m, long step, double last_loss,
                                           double best, uint64_t vocab_fp,
-                                          const struct phase_state *ps,
+                                          const struct phase_state *ps, double train_s,
                                           struct intrus_error *err) {
   uint64_t loss_bits, best_bits;
   memcpy(&loss_bits, &last_loss, sizeof loss_bits);
@@ -194,6 +208,7 @@ static enum intrus_status save_checkpoint(const char *path, uint64_t fp,
       (st = intrus_ckpt_put_u64(w, "last_loss", loss_bits, err)) ||
       (st = intrus_ckpt_put_u64(w, "vocab", vocab_fp, err)) ||
       (st = intrus_ckpt_put_u64(w, "best", best_bits, err)) ||
+      (st = intrus_ckpt_put_u64(w, "train_ms", (uint64_t)llround(fmax(train_s, 0.0) * 1e3), err)) ||
       (st = put_phase_state(w, ps, err))) {
     intrus_ckpt_abort(w);
     return st;
@@ -283,6 +298,8 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
                                 "(see docs/intrus.md)");
     goto done;
   }
+  /* Whether validation measures BLEU (validate_bleu's condition). */
+  const bool bleu_on = data.kind == DATA_PARALLEL && tc.valid_bleu > 0;
   const intrus_cfg *eval_cfg = NULL, *bleu_cfg = NULL;
   if ((st = intrus_cfg_group(root, "eval", &eval_cfg, err)) ||
       (eval_cfg && (st = intrus_cfg_group(eval_cfg, "bleu", &bleu_cfg, err))) ||
@@ -302,6 +319,8 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
   long step = 0;
   /* Best validation score so far: BLEU when it is measured, else minus the loss. */
   double best = -INFINITY;
+  /* Wall seconds spent training (validation excluded) before this process, and by it. */
+  double train_before = 0.0, valid_time = 0.0;
   struct phase_state ps = {.best = -INFINITY};
   char best_path[4096];
   snprintf(best_path, sizeof best_path, "%s/best.ckpt", opt->run_dir);
@@ -325,6 +344,9 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
     else if (!st) {
       memcpy(&res->last_loss, &loss_bits, sizeof loss_bits);
       memcpy(&best, &best_bits, sizeof best);
+      uint64_t ms;
+      /* Checkpoints from before the record: the time before the resume is unknown. */
+      if (intrus_ckpt_u64(ck, "train_ms", &ms)) train_before = (double)ms / 1e3;
       uint64_t v[5];
       if (intrus_ckpt_u64(ck, "phase", &v[0]) && intrus_ckpt_u64(ck, "phase_start", &v[1]) &&
           intrus_ckpt_u64(ck, "sched_start", &v[2]) && intrus_ckpt_u64(ck, "phase_stale", &v[3]) &&
@@ -348,7 +370,7 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
     st = intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     goto done;
   }
-  if (!step) fprintf(log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\n");
+  if (!step) fprintf(log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n");
 
   ctx = intrus_ctx_create(0);
   if (ph.count) scratch = intrus_ctx_create(0);
@@ -394,19 +416,22 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
     loss_sum += loss;
     if (opt->on_step) opt->on_step(step, loss, opt->user);
     bool validate_now = step % tc.valid_every == 0 || step == stop;
-    double vloss = NAN, vbleu = NAN;
+    bool bleu_now = validate_now && (step % tc.bleu_every == 0 || step == stop);
+    double vloss = NAN, vbleu = NAN, tv = now_s();
     if (validate_now &&
         ((st = validate(model, ctx, scratch, &ph, &data, &tc, (uint64_t)seed, &vloss, err)) ||
-         (st = validate_bleu(model, &data, &tc, &search_check, opt->search, bleu_cfg, &vbleu,
-                             err))))
+         (bleu_now && (st = validate_bleu(model, &data, &tc, &search_check, opt->search,
+                                          bleu_cfg, &vbleu, err)))))
       goto done;
+    /* The score best.ckpt and the plateau rule follow: BLEU where it is measured at all
+     * (validations without it then leave both alone), else minus the loss. */
+    double vscore = !validate_now ? NAN : bleu_on ? vbleu : -vloss;
+    valid_time += now_s() - tv;
+    double train_s = train_before + now_s() - t0 - valid_time;
     bool new_best = false;
-    if (validate_now) {
-      double score = isnan(vbleu) ? -vloss : vbleu;
-      if (score > best) {
-        best = score;
-        new_best = true;
-      }
+    if (!isnan(vscore) && vscore > best) {
+      best = vscore;
+      new_best = true;
     }
     if (step % tc.log_every == 0 || step == stop || validate_now) {
       double t = now_s(), tps = window_tokens / fmax(t - window_t, 1e-9);
@@ -428,7 +453,7 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
       if (validate_now) fprintf(log, "%.6f", vloss);
       fputc('\t', log);
       if (!isnan(vbleu)) fprintf(log, "%.2f", vbleu);
-      fputc('\n', log);
+      fprintf(log, "\t%.1f\n", train_s);
       fflush(log);
       window_t = t;
       window_tokens = window_steps = 0;
@@ -439,16 +464,16 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
       res->valid_bleu = vbleu;
     }
     if (ph.count &&
-        advance_phase(&ph, &ps, step, validate_now ? (isnan(vbleu) ? -vloss : vbleu) : NAN,
+        advance_phase(&ph, &ps, step, vscore,
                       params, opt->progress) &&
         ps.cur >= ph.count)
       stop = step;
     if (new_best && (st = save_checkpoint(best_path, fp, model, step, res->last_loss, best,
-                                          data.vocab_fingerprint, &ps, err)))
+                                          data.vocab_fingerprint, &ps, train_s, err)))
       goto done;
     if (step % tc.checkpoint_every == 0 || step == stop)
       if ((st = save_checkpoint(ckpt_path, fp, model, step, res->last_loss, best,
-                                data.vocab_fingerprint, &ps, err)))
+                                data.vocab_fingerprint, &ps, train_s, err)))
         goto done;
   }
   res->steps_done = step;

@@ -34,13 +34,13 @@ enum intrus_status train_phases_read(const intrus_cfg *train,
   if (!(out->phase = calloc((size_t)n, sizeof *out->phase)))
     return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
   static const char *const losses[] = {"main", "uniform", NULL};
-  static const char *const states[] = {"all", "one", NULL};
+  static const char *const states[] = {"all", "one", "some", NULL};
   static const char *const untils[] = {"steps", "plateau", NULL};
   for (int i = 0; i < n; i++) {
     struct train_phase *p = &out->phase[i];
     const intrus_cfg *g, *og;
     const char *plugin;
-    long long steps, patience;
+    long long steps, patience, per_sentence = 1;
     int loss, which, until;
     char defname[32];
     snprintf(defname, sizeof defname, "phase%d", i + 1);
@@ -59,10 +59,16 @@ enum intrus_status train_phases_read(const intrus_cfg *train,
         (st = intrus_cfg_choice(g, "until", "steps", untils, &until, err)) ||
         (st = intrus_cfg_int_range(g, "patience", 3, 1, 1 << 20, &patience, err)) ||
         (st = intrus_cfg_bool(g, "restart_optimizer", false, &p->restart_optimizer, err)) ||
+        (which == 2 &&
+         (st = intrus_cfg_int_range(g, "per_sentence", 4, 1, 1 << 20, &per_sentence, err))) ||
+        (which != 2 && intrus_cfg_has(g, "per_sentence") &&
+         (st = intrus_cfg_error(g, "per_sentence", err,
+                                "applies to states = \"some\" only"))) ||
         (st = intrus_cfg_check_unknown(g, err))) {
       train_phases_free(out);
       return st;
     }
+    p->spec.per_sentence = which == 2 ? (int)per_sentence : 1;
     p->spec.loss = loss == 0 ? INTRUS_INS_LOSS_MAIN : INTRUS_INS_LOSS_UNIFORM;
     p->spec.all_states = which == 0;
     p->steps = steps;

@@ -23,6 +23,8 @@ enum intrus_status translator_read_search(const intrus_cfg *root, struct transla
       (st = intrus_cfg_int_range(g, "batch_tokens", t->batch_tokens, 1, 1 << 24, &batch_tokens,
                                  err)) ||
       (st = intrus_cfg_bool(g, "prune", t->beam.prune, &t->beam.prune, err)) ||
+      (st = intrus_cfg_bool(g, "finish_in_beam", t->beam.finish_in_beam,
+                            &t->beam.finish_in_beam, err)) ||
       (st = intrus_cfg_check_unknown(g, err)))
     return st;
   t->beam.beam = (int)beam;
@@ -97,7 +99,8 @@ static enum intrus_status insertion_batch(struct intrus_model *model, intrus_ctx
     if (max_steps[b] < 0) max_steps[b] = 0;
   }
   struct intrus_ins_search_opts o = {.beam = beam->beam, .alpha = beam->alpha,
-                                     .prune = beam->prune};
+                                     .prune = beam->prune,
+                                     .finish_in_beam = beam->finish_in_beam};
   enum intrus_status st = ins_scorer_open(&sc, model, scratch, sb, err);
   if (!st) st = intrus_ins_beam_search(&sc.sc, sb->batch, max_steps, &o, hyps, stats, err);
   ins_scorer_close(&sc);

@@ -328,6 +328,10 @@ static void test_slot_logits(const char *cfg) {
                       "plugin = \"insertion\"; layers = 2;");
   EXPECT(two != NULL, "toy-intrus.cfg no longer sets a one-layer decoder");
   if (!two) return;
+  /* slots = "pair" reads a slot's right neighbour too: the restricted step then runs
+   * the neighbours of the asked rows as well. */
+  char *pair = replace(two, "plugin = \"insertion\"; layers = 2;",
+                       "plugin = \"insertion\"; layers = 2; slots = \"pair\";");
   enum { NS = 5, MAXK = 5 };
   int32_t src[3 * 5] = {4, 5, 6, 7, 0, 9, 8, 0, 0, 0, 11, 10, 9, 8, 7};
   int lens[3] = {4, 2, 5};
@@ -337,13 +341,21 @@ static void test_slot_logits(const char *cfg) {
   int32_t tok[11] = {7, 8, 9, 5, 4, 6, 6, 5, 11, 10, 4};
   int qstate[] = {0, 1, 1, 1, 3, 3, 3, 4, 4}, qslot[] = {0, 0, 2, 3, 0, 1, 5, 1, 2};
   const int Q = (int)(sizeof qstate / sizeof *qstate);
-  for (int variant = 0; variant < 4; variant++) {
+  for (int variant = 0; variant < 6; variant++) {
     struct intrus_plugin_search *s;
-    struct intrus_model *m = load_model(variant < 2 ? cfg : two, NULL, &s);
+    struct intrus_model *m = load_model(variant < 2 ? cfg : variant < 4 ? two : pair, NULL, &s);
     if (!m) {
       intrus_plugin_search_free(s);
       break;
     }
+    intrus_tensor *next = intrus_params_find(intrus_model_params(m), "decoder.slot_next");
+    EXPECT((next != NULL) == (variant >= 4), "variant %d: decoder.slot_next %s", variant,
+           next ? "present" : "missing");
+    /* Starts at zero (the "token" form): made non-zero so that the pairing shows. */
+    struct intrus_rng rg;
+    intrus_rng_seed(&rg, 99);
+    for (size_t i = 0; next && i < next->n; i++)
+      next->data[i] = (float)((double)(intrus_rng_next(&rg) >> 11) / 9007199254740992.0 - 0.5);
     intrus_ctx *ctx = intrus_ctx_create(0);
     struct ins_model_scorer sc;
     struct intrus_error err = {0};
@@ -395,7 +407,36 @@ static void test_slot_logits(const char *cfg) {
                  sc.sc.tokens(sc.sc.user, 1, &s2, &l0, part, &err) == INTRUS_OK,
              "after positions(): %s", err.msg);
     }
-    printf("slot_logits, %d-layer decoder, %s: largest difference %.3g\n", variant < 2 ? 1 : 2,
+    if (!e) {
+      /* The training path (ins_hidden) gives the same position log-probs. */
+      void *dself;
+      const struct intrus_decoder_vtable *dec = intrus_model_decoder(m, &dself);
+      intrus_ctx *tc = intrus_ctx_create(0);
+      intrus_ctx_set_training(tc, false);
+      intrus_ctx_set_grad(tc, false);
+      struct intrus_memory mem;
+      intrus_tensor *hid, *wt, *wp;
+      e = intrus_model_encode(m, tc, &sb, &mem, &err);
+      if (!e) e = dec->ins_hidden(dself, tc, &mem, &st, &hid, &err);
+      EXPECT(e == INTRUS_OK, "variant %d: ins_hidden: %s", variant, err.msg);
+      if (!e) {
+        dec->ins_output(dself, &wt, &wp);
+        intrus_tensor *lg = intrus_matmul(tc, hid, wp, false, false);
+        double tw = 0;
+        for (int i = 0; i < NS; i++) {
+          int r0 = off[i] + 2 * i, len = off[i + 1] - off[i] + 2;
+          double mx = -INFINITY, sum = 0;
+          for (int j = 0; j < len; j++) mx = fmax(mx, lg->data[r0 + j]);
+          for (int j = 0; j < len; j++) sum += exp(lg->data[r0 + j] - mx);
+          for (int j = 0; j < len; j++)
+            tw = fmax(tw, fabs(lg->data[r0 + j] - mx - log(sum) - pos[r0 + j]));
+        }
+        EXPECT(tw <= 1e-5, "variant %d: ins_hidden and ins_step differ by %g", variant, tw);
+      }
+      intrus_ctx_destroy(tc);
+    }
+    printf("slot_logits, %d-layer decoder%s, %s: largest difference %.3g\n", variant < 2 ? 1 : 2,
+           variant >= 4 ? " (pair slots)" : "",
            variant % 2 ? "every row then the asked ones" : "restricted last layer", worst);
     ins_scorer_close(&sc);
     free(full);
@@ -405,6 +446,7 @@ static void test_slot_logits(const char *cfg) {
     intrus_plugin_search_free(s);
   }
   free(two);
+  free(pair);
 }
 
 static void test_config_errors(const char *cfg) {

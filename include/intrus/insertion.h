@@ -134,6 +134,9 @@ struct intrus_ins_search_opts {
                         probability can still beat the beam's current worst (true) */
   int min_len;       /* no hypothesis finishes with fewer tokens (0; benchmarks use it to
                         decode outputs of a fixed length) */
+  bool finish_in_beam; /* a hypothesis's finished version counts only when its log p is at
+                        least that of the worst child kept in the new beam at that step
+                        (the reference code's eos_in_beam; false) */
 };
 struct intrus_ins_search_opts intrus_ins_search_defaults(void);
 

@@ -16,6 +16,7 @@ struct intrus_beam_opts {
   float max_len_a;   /* at most a * |src| + b tokens before EOS */
   int max_len_b;
   int min_len;       /* EOS is not allowed before this many tokens (0) */
+  bool finish_in_beam; /* insertion models: see intrus_ins_search_opts (false) */
   bool prune;        /* insertion models: token softmax only at slots that can still enter
                         the beam (see intrus_ins_search_opts) */
 };

@@ -24,6 +24,8 @@ struct decoder {
   struct intrus_norm final_norm;
   intrus_tensor *w_token; /* [d, V] */
   intrus_tensor *w_pos;   /* [d, 1] */
+  /* slots = "pair": slot i is read from row i plus next . row i+1 (NULL when "token"). */
+  struct intrus_linear next;
 };
 
 static enum intrus_status dec_create(const struct intrus_model_init *init, void **self,
@@ -31,8 +33,14 @@ static enum intrus_status dec_create(const struct intrus_model_init *init, void 
   const intrus_cfg *g = init->cfg;
   long long layers, heads, ff;
   double dropout;
+  int slots = 0;
+  static const char *const slot_kinds[] = {"token", "pair", NULL};
   enum intrus_status st;
   if ((st = intrus_cfg_int_range(g, "layers", 6, 1, 64, &layers, err)) ||
+      /* Read only when given: a default written into the model group would change the
+       * fingerprint of every run trained before the setting existed. */
+      (intrus_cfg_has(g, "slots") &&
+       (st = intrus_cfg_choice(g, "slots", "token", slot_kinds, &slots, err))) ||
       (st = intrus_cfg_int_range(g, "heads", 8, 1, 64, &heads, err)) ||
       (st = intrus_cfg_int_range(g, "ff", 4LL * init->d_model, 1, 1 << 16, &ff, err)) ||
       (st = intrus_cfg_double_range(g, "dropout", 0.1, 0.0, 0.95, &dropout, err)) ||
@@ -68,6 +76,13 @@ static enum intrus_status dec_create(const struct intrus_model_init *init, void 
   dc->w_token = intrus_params_add(init->params, name, 2, tshape, INTRUS_INIT_GLOROT_UNIFORM, 1.0f);
   snprintf(name, sizeof name, "%sout_pos", init->prefix);
   dc->w_pos = intrus_params_add(init->params, name, 2, pshape, INTRUS_INIT_GLOROT_UNIFORM, 1.0f);
+  if (slots == 1) {
+    /* Zero at first: the model starts as the "token" form and learns what the right
+     * neighbour adds. */
+    int nshape[2] = {dc->d, dc->d};
+    snprintf(name, sizeof name, "%sslot_next", init->prefix);
+    dc->next.w = intrus_params_add(init->params, name, 2, nshape, INTRUS_INIT_ZEROS, 0.0f);
+  }
   *self = dc;
   return INTRUS_OK;
 }
@@ -221,6 +236,26 @@ static intrus_tensor *run_layers(intrus_ctx *ctx, const struct decoder *dc,
   return intrus_norm_forward(ctx, &dc->final_norm, x);
 }
 
+/* slots = "pair": out[j] = h[self[j]] + h[next[j]] . W_next, [n, d]; self NULL: h's
+ * own rows in order. A slot lies between two tokens, and its row alone has to find its
+ * right neighbour by attention; this hands the neighbour to it. */
+static intrus_tensor *slot_pairs(intrus_ctx *ctx, const struct decoder *dc, intrus_tensor *h,
+                                 int n, const int32_t *self, const int32_t *next) {
+  intrus_tensor *a = self ? intrus_embedding(ctx, h, self, 1, &n) : h;
+  intrus_tensor *b = intrus_embedding(ctx, h, next, 1, &n);
+  return intrus_add(ctx, a, intrus_linear_forward(ctx, &dc->next, b));
+}
+
+/* Each row's right neighbour within its state; the last row (EOS: finish) its own. */
+static int32_t *next_rows(intrus_ctx *ctx, const struct layout *L) {
+  int32_t *nx = intrus_ctx_alloc(ctx, (size_t)(L->N ? L->N : 1) * sizeof *nx);
+  for (int s = 0; s < L->self.count; s++) {
+    int b = L->self.q_begin[s], e = b + L->self.q_len[s];
+    for (int r = b; r < e; r++) nx[r] = r + 1 < e ? r + 1 : r;
+  }
+  return nx;
+}
+
 static enum intrus_status dec_hidden(void *self, intrus_ctx *ctx, const struct intrus_memory *mem,
                                      const struct intrus_ins_states *states,
                                      intrus_tensor **hidden, struct intrus_error *err) {
@@ -241,6 +276,7 @@ static enum intrus_status dec_hidden(void *self, intrus_ctx *ctx, const struct i
   }
   float p = intrus_ctx_training(ctx) ? dc->dropout : 0.0f;
   *hidden = run_layers(ctx, dc, &L, embed(ctx, dc, &L, p), kc, vc, p, 0, NULL);
+  if (dc->next.w) *hidden = slot_pairs(ctx, dc, *hidden, L.N, NULL, next_rows(ctx, &L));
   return INTRUS_OK;
 }
 
@@ -339,7 +375,30 @@ static enum intrus_status ins_run(struct decoder *dc, struct ins_cache *c, intru
   }
   const struct intrus_weight_packs *packs = intrus_ctx_packs(ctx);
   intrus_ctx_set_packs(ctx, c->packs);
-  *hidden = run_layers(ctx, dc, &L, embed(ctx, dc, &L, 0.0f), kc, vc, 0.0f, nrows, rows);
+  if (!dc->next.w) {
+    *hidden = run_layers(ctx, dc, &L, embed(ctx, dc, &L, 0.0f), kc, vc, 0.0f, nrows, rows);
+  } else if (!rows) {
+    intrus_tensor *h = run_layers(ctx, dc, &L, embed(ctx, dc, &L, 0.0f), kc, vc, 0.0f, 0, NULL);
+    *hidden = slot_pairs(ctx, dc, h, L.N, NULL, next_rows(ctx, &L));
+  } else {
+    /* The asked rows and their right neighbours, ascending and once each. */
+    const int32_t *nx = next_rows(ctx, &L);
+    int *both = intrus_ctx_alloc(ctx, 2 * (size_t)nrows * sizeof *both), nb = 0;
+    int32_t *self = intrus_ctx_alloc(ctx, 2 * (size_t)nrows * sizeof *self), *next = self + nrows;
+    for (int j = 0; j < nrows; j++) {
+      if (!nb || both[nb - 1] < rows[j]) both[nb++] = rows[j];
+      self[j] = nb - 1;
+      if (nx[rows[j]] != rows[j] && (j + 1 == nrows || rows[j + 1] > nx[rows[j]]))
+        both[nb++] = nx[rows[j]];
+      next[j] = nx[rows[j]] == rows[j] ? self[j] : nb - 1;
+    }
+    /* A neighbour that is itself asked for comes next in rows: its index follows. */
+    for (int j = 0; j < nrows; j++)
+      if (nx[rows[j]] != rows[j] && j + 1 < nrows && rows[j + 1] == nx[rows[j]])
+        next[j] = self[j + 1];
+    intrus_tensor *h = run_layers(ctx, dc, &L, embed(ctx, dc, &L, 0.0f), kc, vc, 0.0f, nb, both);
+    *hidden = slot_pairs(ctx, dc, h, nrows, self, next);
+  }
   intrus_ctx_set_packs(ctx, packs);
   intrus_ctx_set_grad(ctx, grad);
   intrus_ctx_set_training(ctx, training);
