@@ -179,6 +179,7 @@ enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intru
                                   const struct ins_train_spec *spec, uint64_t seed,
                                   struct intrus_loss_out *out, struct intrus_error *err) {
   int B = tgt->batch;
+  const bool canonical = intrus_model_canonical(m);
   enum intrus_status st = INTRUS_OK;
   /* Targets as the policies see them. */
   int *off = intrus_ctx_alloc(ctx, (size_t)(B + 1) * sizeof *off);
@@ -281,6 +282,7 @@ enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intru
         return intrus_error_set(err, INTRUS_ERR_INVALID,
                                 "order policy produced a trajectory that is not a correct "
                                 "one (sentence %d, step %d)", b, k);
+      if (canonical) c = intrus_ins_canonical(part, k, pair_slot + np, pair_tok + np, c);
       for (int p = np; p < np + c; p++) {
         if (p == np || pair_slot[p] != pair_slot[p - 1]) tok_rows[ntok++] = row + pair_slot[p];
         pair_row[p] = ntok - 1;

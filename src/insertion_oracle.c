@@ -169,3 +169,14 @@ void intrus_ins_replay(const struct intrus_ins_step *steps, int n, int32_t *out)
     intrus_ins_apply(row, t - 1, steps[t - 1]);
   }
 }
+
+int intrus_ins_canonical(const int32_t *part, int k, int *slot, int32_t *token, int n) {
+  int m = 0;
+  for (int j = 0; j < n; j++) {
+    int i = slot[j];
+    if (i >= 1 && i <= k && part[i - 1] == token[j]) continue;
+    slot[m] = slot[j];
+    token[m++] = token[j];
+  }
+  return m;
+}

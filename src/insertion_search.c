@@ -188,12 +188,21 @@ static int way_string(struct sentence *S, int t, int h, int slot, int32_t token)
   return s;
 }
 
-/* Names this step's special ways of sentence S (see the comment at the top). */
-static void build_special(struct sentence *S, int t, int32_t *scratch) {
+/* The canonical slot of inserting c at slot i of p: the front of the run of c that i
+ * ends (the same string). */
+static int canonical_slot(const int32_t *p, int i, int32_t c) {
+  while (i >= 1 && p[i - 1] == c) i--;
+  return i;
+}
+
+/* Names this step's special ways of sentence S (see the comment at the top). A
+ * canonical search has no ways into a run but its front, so one parent has one way to
+ * each string and only shared children are special. */
+static void build_special(struct sentence *S, int t, bool canonical, int32_t *scratch) {
   const int32_t *tok = S->tok[S->cur];
   S->nway = 0;
   S->nstr = 0;
-  for (int h = 0; h < S->live; h++) {
+  for (int h = 0; h < S->live && !canonical; h++) {
     const int32_t *p = tok + (size_t)h * S->ms;
     for (int a = 0; a < t;) {
       int e = a;
@@ -214,8 +223,10 @@ static void build_special(struct sentence *S, int t, int32_t *scratch) {
       int y = a + 1;
       while (y < t && scratch[y] == q[y]) y++;
       if (memcmp(scratch + y + 1, q + y, (size_t)(t - y) * sizeof *q) != 0) continue;
-      int s1 = way_string(S, t, h, a, q[a]);
-      int s2 = way_string(S, t, g, y, scratch[y]);
+      int sa = canonical ? canonical_slot(p, a, q[a]) : a;
+      int sy = canonical ? canonical_slot(q, y, scratch[y]) : y;
+      int s1 = way_string(S, t, h, sa, q[a]);
+      int s2 = way_string(S, t, g, sy, scratch[y]);
       /* At most beam * (beam - 1) merges of O(ways) each: cheaper than keeping a
        * union-find in step with the growing way list. */
       if (s1 != s2)
@@ -304,6 +315,7 @@ struct search {
   int K, V, nsent;
   int min_len;                /* no finish before this many tokens */
   bool finish_in_beam;        /* a finish counts only against the step's kept children */
+  bool canonical;             /* no copy of a slot's left token (intrus_ins_canonical) */
   bool prune;
   double alpha;
   struct sentence *S;
@@ -393,6 +405,7 @@ static void read_row(struct search *X, struct sentence *S, int t, int sid, float
     row[S->ways[S->way_idx[k]].token] = -INFINITY;
   double base = S->bound[sid];
   int h = sid / (t + 1), slot = sid % (t + 1), K = X->K;
+  if (X->canonical && slot >= 1) row[S->tok[S->cur][(size_t)h * S->ms + slot - 1]] = -INFINITY;
   float cut = row_cut(S, K, base);
   for (int c = INTRUS_NUM_SPECIAL; c < X->V; c++) {
     if (row[c] < cut) continue;
@@ -419,7 +432,7 @@ static void start_expansion(struct search *X, struct sentence *S, int t) {
     }
   }
   if (X->prune) qsort(S->order, (size_t)S->nslot, sizeof *S->order, slot_by_bound);
-  build_special(S, t, X->scratch);
+  build_special(S, t, X->canonical, X->scratch);
   index_ways(S);
   S->ntop = 0;
   S->cursor = 0;
@@ -709,7 +722,7 @@ enum intrus_status intrus_ins_beam_search(const struct intrus_ins_scorer *sc, in
   double start = now_s(), pos_s = 0.0, tok_s = 0.0;
   struct search X = {.sc = sc, .K = o.beam, .V = sc->vocab, .nsent = nsent,
                      .prune = o.prune, .alpha = o.alpha, .min_len = o.min_len,
-                     .finish_in_beam = o.finish_in_beam};
+                     .finish_in_beam = o.finish_in_beam, .canonical = o.canonical};
   enum intrus_status st = search_alloc(&X, max_steps, err);
   bool more = true;
   for (int t = 0; !st && more; t++) st = search_step(&X, t, &more, stats, &pos_s, &tok_s, err);

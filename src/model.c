@@ -11,6 +11,7 @@ struct intrus_model {
   struct intrus_params *params;
   int d_model, tgt_vocab, direction;
   bool insertion; /* the decoder scores partial outputs (ABI 1.2 ins_* slots) */
+  bool canonical; /* insertion models: no copy of a slot's left token (intrus_ins_canonical) */
 };
 
 /* Reads `plugin` from a component group and loads that plugin. */
@@ -80,6 +81,15 @@ enum intrus_status intrus_model_create(const intrus_cfg *cfg,
   if (!m->insertion && (st = intrus_cfg_choice(cfg, "order", "l2r", orders, &order, err)))
     goto fail;
   m->direction = order == 0 ? 1 : -1;
+  if (!m->insertion && intrus_cfg_has(cfg, "canonical")) {
+    st = intrus_cfg_error(cfg, "canonical", err, "applies to insertion decoders only");
+    goto fail;
+  }
+  /* Read only when given, so that the fingerprints of runs trained before the setting
+   * existed stay the same. */
+  if (intrus_cfg_has(cfg, "canonical") &&
+      (st = intrus_cfg_bool(cfg, "canonical", false, &m->canonical, err)))
+    goto fail;
   if ((st = intrus_cfg_check_unknown(cfg, err))) goto fail;
   struct intrus_model_init init = {.cfg = eg, .params = m->params, .prefix = "encoder.",
                                    .d_model = m->d_model, .src_vocab = src_vocab,
@@ -144,3 +154,5 @@ int intrus_model_tgt_vocab(const struct intrus_model *m) { return m->tgt_vocab; 
 int intrus_model_direction(const struct intrus_model *m) { return m->direction; }
 
 bool intrus_model_is_insertion(const struct intrus_model *m) { return m->insertion; }
+
+bool intrus_model_canonical(const struct intrus_model *m) { return m->canonical; }

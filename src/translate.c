@@ -100,7 +100,8 @@ static enum intrus_status insertion_batch(struct intrus_model *model, intrus_ctx
   }
   struct intrus_ins_search_opts o = {.beam = beam->beam, .alpha = beam->alpha,
                                      .prune = beam->prune,
-                                     .finish_in_beam = beam->finish_in_beam};
+                                     .finish_in_beam = beam->finish_in_beam,
+                                     .canonical = intrus_model_canonical(model)};
   enum intrus_status st = ins_scorer_open(&sc, model, scratch, sb, err);
   if (!st) st = intrus_ins_beam_search(&sc.sc, sb->batch, max_steps, &o, hyps, stats, err);
   ins_scorer_close(&sc);

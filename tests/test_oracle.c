@@ -77,6 +77,36 @@ static bool check_one(const int32_t *y, int n, const int32_t *part, int k) {
     EXPECT(fa >= 0 && fa < fb, "n %d k %d: pairs %d, %d not by first occurrence", n, k,
            p - 1, p);
   }
+  /* Canonical pairs: of the brute pairs that give one string, exactly the one at the
+   * leftmost slot (inserting c at slots a..e of a run of c gives one string). */
+  {
+    static int cs[MAXPAIRS];
+    static int32_t ct[MAXPAIRS];
+    memcpy(cs, pair_slot[0], (size_t)co * sizeof *cs);
+    memcpy(ct, pair_tok[0], (size_t)co * sizeof *ct);
+    const int cc = intrus_ins_canonical(part, k, cs, ct, co);
+    int want = 0;
+    for (int p = 0; p < cb; p++) {
+      /* (i, c) and (i', c) with i' < i give one string exactly when part[i'..i) are all c. */
+      const int i = pair_slot[1][p];
+      const int32_t c = pair_tok[1][p];
+      bool leftmost = true;
+      for (int q = 0; q < cb && leftmost; q++) {
+        if (pair_tok[1][q] != c || pair_slot[1][q] >= i) continue;
+        bool run = true;
+        for (int r = pair_slot[1][q]; r < i; r++) run = run && part[r] == c;
+        leftmost = !run;
+      }
+      if (!leftmost) continue;
+      want++;
+      bool found = false;
+      for (int q = 0; q < cc; q++) found = found || (cs[q] == i && ct[q] == c);
+      EXPECT(found, "n %d k %d: canonical pairs lack (%d, %d)", n, k, i, (int)c);
+    }
+    EXPECT(cc == want, "n %d k %d: %d canonical pairs, brute %d", n, k, cc, want);
+    for (int q = 1; q < cc; q++)
+      EXPECT(cs[q] >= cs[q - 1], "n %d k %d: canonical pairs out of slot order", n, k);
+  }
   /* Each slot's range holds exactly the brute set's tokens of that slot. */
   for (int i = 0; i <= k; i++) {
     EXPECT(start[i] >= 0 && start[i] <= end[i] && end[i] <= n, "slot %d: range [%d, %d)", i,

@@ -46,6 +46,12 @@ int intrus_ins_correct(const int32_t *y, int n, const int32_t *part, int k, int 
 int intrus_ins_correct_brute(const int32_t *y, int n, const int32_t *part, int k, int *slot,
                              int32_t *token, int cap);
 
+/* Canonical insertions (model.canonical): inserting c right after a c gives the same
+ * string as inserting it before that run of c, so a canonical model never inserts a
+ * copy of the token to a slot's left (slot i >= 1 with part[i-1] == c). Removes such
+ * pairs from n pairs in place, keeping the order; returns how many are left. */
+int intrus_ins_canonical(const int32_t *part, int k, int *slot, int32_t *token, int n);
+
 /* ---- trajectories ---------------------------------------------------------------- */
 
 /* One insertion: `slot` counts in the partial output the insertion applies to. */
@@ -134,6 +140,8 @@ struct intrus_ins_search_opts {
                         probability can still beat the beam's current worst (true) */
   int min_len;       /* no hypothesis finishes with fewer tokens (0; benchmarks use it to
                         decode outputs of a fixed length) */
+  bool canonical;     /* a slot never receives a copy of the token to its left (the
+                        model's `canonical` setting: see intrus_ins_canonical; false) */
   bool finish_in_beam; /* a hypothesis's finished version counts only when its log p is at
                         least that of the worst child kept in the new beam at that step
                         (the reference code's eos_in_beam; false) */

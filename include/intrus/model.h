@@ -63,6 +63,10 @@ int intrus_model_direction(const struct intrus_model *m);
  * loss; training goes through order policies and search through insertion beam search. */
 bool intrus_model_is_insertion(const struct intrus_model *m);
 
+/* Insertion models with `canonical = true`: trained and decoded without insertions of a
+ * copy of a slot's left token (see intrus_ins_canonical). */
+bool intrus_model_canonical(const struct intrus_model *m);
+
 #ifdef __cplusplus
 }
 #endif
