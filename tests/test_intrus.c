@@ -2,7 +2,9 @@
  * (trained by phases from an experiment file) and then writes it with insertion beam
  * search; a phased run stopped and resumed logs the same losses as an uninterrupted
  * one; on a tiny real model, beam search with a beam as large as the space finds what
- * exhaustive search finds; experiment errors name the setting. */
+ * exhaustive search finds; experiment errors name the setting. states = "some" trains on
+ * per_sentence distinct states of each sentence (checked against the states' own
+ * losses), equals "all" and "one" at its extremes, and refuses bad settings. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include "intrus/rng.h"
 #include "intrus/train.h"
 #include "testutil.h"
+#include "train_phases.h"
 
 #define MAX_STEPS 512
 #define VOCAB 12
@@ -482,6 +485,262 @@ static void test_config_errors(const char *cfg) {
   free(a);
 }
 
+/* ---- states = "some" ------------------------------------------------------------- */
+
+/* The main loss of each state k = 0..n of sentence b's left-to-right trajectory of y (the
+ * prefix y[0..k)), from the model as a scorer (in double): -log sum p(i, c) over the
+ * correct insertions, -log p(finish) for the complete state. */
+static bool l2r_state_losses(struct intrus_model *m, const struct intrus_src_batch *sb, int b,
+                             const int32_t *y, int n, double *loss) {
+  enum { MAXN = 8 };
+  if (n > MAXN) return false;
+  intrus_ctx *ctx = intrus_ctx_create(0);
+  struct ins_model_scorer sc;
+  struct intrus_error err = {0};
+  enum { MAXQ = (MAXN + 1) * (MAXN + 2) / 2 }; /* slots of all the states */
+  int sent[MAXN + 1], off[MAXN + 2], qs[MAXQ], ql[MAXQ];
+  int32_t tok[MAXN * (MAXN + 1) / 2 + 1];
+  float pos[MAXQ + MAXN + 1];
+  static float tl[MAXQ * VOCAB];
+  int nq = 0;
+  off[0] = 0;
+  for (int k = 0; k <= n; k++) {
+    sent[k] = b;
+    memcpy(tok + off[k], y, (size_t)k * sizeof *tok);
+    off[k + 1] = off[k] + k;
+    for (int i = 0; i <= k; i++) qs[nq] = k, ql[nq++] = i;
+  }
+  struct intrus_ins_states st = {.count = n + 1, .sent = sent, .off = off, .tok = tok};
+  enum intrus_status e = ins_scorer_open(&sc, m, ctx, sb, &err);
+  if (!e) e = sc.sc.positions(sc.sc.user, &st, pos, &err);
+  if (!e) e = sc.sc.tokens(sc.sc.user, nq, qs, ql, tl, &err);
+  EXPECT(e == INTRUS_OK, "scoring the states: %s", err.msg);
+  for (int k = 0, q0 = 0; k <= n && !e; q0 += k + 1, k++) {
+    const float *p = pos + off[k] + 2 * k;
+    int slot[(MAXN + 1) * MAXN];
+    int32_t c[(MAXN + 1) * MAXN];
+    int np = intrus_ins_correct(y, n, y, k, slot, c, (MAXN + 1) * MAXN);
+    if (np == 0) {
+      loss[k] = -(double)p[k + 1];
+      continue;
+    }
+    double mx = -INFINITY, sum = 0.0;
+    for (int j = 0; j < np; j++)
+      mx = fmax(mx, (double)p[slot[j]] + tl[(size_t)(q0 + slot[j]) * VOCAB + c[j]]);
+    for (int j = 0; j < np; j++)
+      sum += exp((double)p[slot[j]] + tl[(size_t)(q0 + slot[j]) * VOCAB + c[j]] - mx);
+    loss[k] = -(mx + log(sum));
+  }
+  ins_scorer_close(&sc);
+  intrus_ctx_destroy(ctx);
+  return e == INTRUS_OK;
+}
+
+/* The phase spec of a one-phase experiment (its order plugin open in *ph). */
+static bool phase_spec(const char *cfg, const char *phase, struct intrus_plugin_search *s,
+                       struct train_phases *ph) {
+  char list[512];
+  snprintf(list, sizeof list, "phases = (%s);", phase);
+  char *text = with_phases(cfg, list);
+  struct intrus_error err = {0};
+  struct intrus_config *c = text ? intrus_config_load_string(text, "toy.cfg", &err) : NULL;
+  const intrus_cfg *g = NULL;
+  enum intrus_status st = c ? intrus_cfg_group_req(intrus_config_root(c), "train", &g, &err)
+                            : INTRUS_ERR_CONFIG;
+  if (!st) st = train_phases_read(g, s, ph, &err);
+  EXPECT(st == INTRUS_OK && ph->count == 1, "%s: %s", phase, err.msg);
+  intrus_config_free(c);
+  free(text);
+  return st == INTRUS_OK;
+}
+
+/* states = "some": per_sentence distinct states of each sentence, drawn anew with every
+ * seed; all of them for a sentence with fewer. Checked on the loss's sum over the
+ * states against the states' own losses: sentence 0 (2 tokens, 3 states, fewer than
+ * K) contributes all its states, sentence 1 (6 tokens) a K-subset, never a state
+ * twice, and over the seeds every state comes up. */
+static void test_states_some_draws(const char *cfg) {
+  enum { N0 = 2, N1 = 6, L = 6, SEEDS = 40 };
+  struct intrus_plugin_search *s;
+  struct intrus_model *m = load_model(cfg, NULL, &s);
+  struct train_phases ph = {0};
+  if (!m || !phase_spec(cfg,
+                        "{ order = { plugin = \"l2r\"; }; states = \"some\"; per_sentence = 4; "
+                        "steps = 1; }",
+                        s, &ph)) {
+    intrus_model_destroy(m);
+    intrus_plugin_search_free(s);
+    return;
+  }
+  EXPECT(ph.phase[0].spec.per_sentence == 4 && !ph.phase[0].spec.all_states,
+         "states = \"some\", per_sentence = 4 read as per_sentence %d, all_states %d",
+         ph.phase[0].spec.per_sentence, ph.phase[0].spec.all_states);
+  int32_t tgt[2 * L] = {9, 5, 0, 0, 0, 0, 4, 7, 11, 6, 8, 5};
+  int lens[2] = {N0, N1};
+  struct intrus_src_batch sb = {.batch = 2, .len = L, .tokens = tgt, .lens = lens};
+  struct intrus_tgt_batch tb = {.batch = 2, .len = L, .tokens = tgt, .lens = lens};
+  double l0[N0 + 1], l1[N1 + 1], all0 = 0.0, all1 = 0.0;
+  if (!l2r_state_losses(m, &sb, 0, tgt, N0, l0) || !l2r_state_losses(m, &sb, 1, tgt + L, N1, l1))
+    goto done;
+  for (int k = 0; k <= N0; k++) all0 += l0[k];
+  for (int k = 0; k <= N1; k++) all1 += l1[k];
+  intrus_ctx *ctx = intrus_ctx_create(0), *scratch = intrus_ctx_create(0);
+  intrus_ctx_set_training(ctx, false);
+  /* The sum over the states and their count (sum / mean) for a spec and seed. */
+#define SOME_LOSS(spec_, seed_, sum_, count_)                                              \
+  do {                                                                                   \
+    struct intrus_loss_out o_;                                                           \
+    struct intrus_error e_ = {0};                                                        \
+    intrus_ctx_reset(ctx);                                                               \
+    enum intrus_status st_ = ins_train_loss(m, ctx, scratch, &sb, &tb, &(spec_), (seed_), \
+                                            &o_, &e_);                                   \
+    EXPECT(st_ == INTRUS_OK, "ins_train_loss: %s", e_.msg);                              \
+    (sum_) = st_ ? NAN : o_.nll_sum;                                                     \
+    (count_) = st_ ? NAN : o_.nll_sum / o_.loss->data[0];                                \
+  } while (0)
+  struct ins_train_spec spec = ph.phase[0].spec;
+  double sum, count;
+  /* Every state, by the reference and by all_states. */
+  spec.all_states = true;
+  SOME_LOSS(spec, 1, sum, count);
+  EXPECT(fabs(sum - (all0 + all1)) <= 1e-4 * (all0 + all1) && fabs(count - 10) < 1e-3,
+         "all states: sum %.6f over %.3f states, the states' own losses %.6f over 10", sum, count,
+         all0 + all1);
+  int seen[N1 + 1] = {0};
+  static const int Ks[] = {1, 2, 4, 6};
+  for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++) {
+    int K = Ks[ki];
+    spec = ph.phase[0].spec;
+    spec.per_sentence = K;
+    int bad = 0;
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+      SOME_LOSS(spec, seed * 7919, sum, count);
+      /* Sentence 0 has fewer states than K >= 3: all of them; else K of them. */
+      int k0 = K < N0 + 1 ? K : N0 + 1;
+      EXPECT(fabs(count - (k0 + K)) < 1e-3, "per_sentence %d seed %llu: %.4f states, not %d", K,
+             (unsigned long long)seed, count, k0 + K);
+      /* The best K-subset of sentence 1's states (and of sentence 0's when K < 3). */
+      double best = INFINITY;
+      int best_mask = -1;
+      for (int m0 = 0; m0 < 1 << (N0 + 1); m0++) {
+        if (__builtin_popcount((unsigned)m0) != k0) continue;
+        double s0 = 0.0;
+        for (int k = 0; k <= N0; k++) s0 += m0 >> k & 1 ? l0[k] : 0.0;
+        for (int m1 = 0; m1 < 1 << (N1 + 1); m1++) {
+          if (__builtin_popcount((unsigned)m1) != K) continue;
+          double s1 = s0;
+          for (int k = 0; k <= N1; k++) s1 += m1 >> k & 1 ? l1[k] : 0.0;
+          if (fabs(s1 - sum) < best) best = fabs(s1 - sum), best_mask = m1;
+        }
+      }
+      if (!(best <= 1e-4 * fabs(sum))) bad++;
+      for (int k = 0; k <= N1 && best_mask >= 0; k++) seen[k] += best_mask >> k & 1;
+      if (K == 1) {
+        /* One state: the draw states = "one" has always made (so that older runs resume
+         * with the same losses). */
+        struct intrus_rng r;
+        intrus_rng_seed(&r, intrus_hash64(seed * 7919 ^ 0x5eedf00dULL, 1));
+        int want = (int)intrus_rng_below(&r, N1 + 1);
+        EXPECT(best_mask == 1 << want, "per_sentence 1 seed %llu: drew states %#x, not state %d",
+               (unsigned long long)seed, best_mask, want);
+      }
+    }
+    EXPECT(bad == 0,
+           "per_sentence %d: %d of %d draws are no set of %d distinct states of each sentence",
+           K, bad, SEEDS, K);
+  }
+  for (int k = 0; k <= N1; k++)
+    EXPECT(seen[k] >= 5, "state %d of sentence 1 was drawn %d times in %d draws", k, seen[k],
+           SEEDS * 4);
+  /* per_sentence >= n + 1 is "all", bit for bit; per_sentence = 1 is "one". */
+  double sum_all, sum_k;
+  spec = ph.phase[0].spec;
+  spec.all_states = true;
+  SOME_LOSS(spec, 5, sum_all, count);
+  spec.all_states = false;
+  spec.per_sentence = N1 + 1;
+  SOME_LOSS(spec, 5, sum_k, count);
+  EXPECT(memcmp(&sum_all, &sum_k, sizeof sum_all) == 0,
+         "per_sentence = n + 1: %.9g, every state: %.9g", sum_k, sum_all);
+#undef SOME_LOSS
+  intrus_ctx_destroy(ctx);
+  intrus_ctx_destroy(scratch);
+done:
+  train_phases_free(&ph);
+  intrus_model_destroy(m);
+  intrus_plugin_search_free(s);
+}
+
+/* The phase settings end to end: training on states = "some" with per_sentence >= n + 1
+ * (targets have at most 6 tokens) logs the losses of states = "all", per_sentence = 1
+ * those of states = "one", bit for bit, and per_sentence defaults to 4; errors name
+ * the setting. */
+static void test_states_some(const char *cfg) {
+  enum { STEPS = 20, RUNS = 7 };
+  static const char *const states[RUNS] = {
+      "states = \"all\";", "states = \"some\"; per_sentence = 7;",
+      "states = \"some\"; per_sentence = 50;", "states = \"one\";",
+      "states = \"some\"; per_sentence = 1;", "states = \"some\"; per_sentence = 4;",
+      "states = \"some\";"};
+  static struct trace tr[RUNS];
+  for (int i = 0; i < RUNS; i++) {
+    char list[512], run[32];
+    snprintf(list, sizeof list,
+             "phases = ({ order = { plugin = \"uniform\"; }; loss = \"main\"; %s steps = %d; });",
+             states[i], STEPS);
+    snprintf(run, sizeof run, "some%d", i);
+    char *text = with_phases(cfg, list);
+    struct intrus_train_result res;
+    struct intrus_error err = {0};
+    memset(&tr[i], 0, sizeof tr[i]);
+    EXPECT(train_text(text, run, 0, &tr[i], &res, &err) == INTRUS_OK, "%s: %s", states[i],
+           err.msg);
+    EXPECT(res.steps_done == STEPS, "%s: %ld steps", states[i], res.steps_done);
+    free(text);
+  }
+  /* [run, the run it must equal] */
+  static const int same[][2] = {{1, 0}, {2, 0}, {4, 3}, {6, 5}};
+  for (size_t j = 0; j < sizeof same / sizeof *same; j++) {
+    int a = same[j][0], b = same[j][1], equal = 0;
+    for (int k = 1; k <= STEPS; k++)
+      equal += memcmp(&tr[a].loss[k], &tr[b].loss[k], sizeof(double)) == 0;
+    EXPECT(equal == STEPS, "%s logs the losses of %s at %d of %d steps", states[a], states[b],
+           equal, STEPS);
+  }
+  /* ... and a few states per sentence is neither. */
+  EXPECT(tr[5].loss[1] != tr[0].loss[1] && tr[5].loss[1] != tr[3].loss[1],
+         "per_sentence = 4: loss %.9g, all %.9g, one %.9g", tr[5].loss[1], tr[0].loss[1],
+         tr[3].loss[1]);
+  /* Each error names the setting and, for a per_sentence without states = "some", says
+   * what it needs. */
+  static const struct {
+    const char *states, *want, *want2;
+  } bad[] = {
+      {"states = \"one\"; per_sentence = 2;", "per_sentence", "\"some\""},
+      {"states = \"all\"; per_sentence = 2;", "per_sentence", "\"some\""},
+      {"per_sentence = 2;", "per_sentence", "\"some\""},
+      {"states = \"some\"; per_sentence = 0;", "per_sentence", "0"},
+      {"states = \"some\"; per_sentence = -3;", "per_sentence", "-3"},
+      {"states = \"some\"; per_sentence = \"two\";", "per_sentence", "per_sentence"},
+      {"states = \"sum\";", "states", "some"},
+  };
+  for (size_t j = 0; j < sizeof bad / sizeof *bad; j++) {
+    char list[512];
+    snprintf(list, sizeof list,
+             "phases = ({ order = { plugin = \"uniform\"; }; %s steps = 5; });", bad[j].states);
+    char *text = with_phases(cfg, list);
+    struct trace t = {0};
+    struct intrus_train_result res;
+    struct intrus_error err = {0};
+    EXPECT(train_text(text, "somebad", 0, &t, &res, &err) == INTRUS_ERR_CONFIG, "%s accepted",
+           bad[j].states);
+    EXPECT_CONTAINS(err.msg, bad[j].want);
+    EXPECT_CONTAINS(err.msg, bad[j].want2);
+    EXPECT_CONTAINS(err.msg, "toy.cfg:");
+    free(text);
+  }
+}
+
 static char *read_file(const char *path) {
   FILE *f = fopen(path, "rb");
   if (!f) return NULL;
@@ -511,6 +770,8 @@ int main(void) {
   test_beam_equals_exhaustive(cfg);
   test_slot_logits(cfg);
   test_config_errors(cfg);
+  test_states_some_draws(cfg);
+  test_states_some(cfg);
   test_phases_resume(cfg);
   test_restart_and_plateau(cfg);
   test_policies(cfg);

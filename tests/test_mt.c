@@ -1,13 +1,18 @@
 /* Machine translation end to end on a slice of the bundled en-de corpus: training on
  * parallel text resumes exactly; decoding and `intrus run` write outputs and BLEU; bad
  * data (invalid UTF-8, unequal files, an empty file) and a vocabulary that does not
- * match the checkpoint are refused with messages naming the file. */
+ * match the checkpoint are refused with messages naming the file. Validation decodes
+ * for BLEU every valid_bleu_every steps with valid_beam, and best.ckpt follows BLEU only;
+ * train.log's train_s counts training time without validation, across a resume. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "intrus/checkpoint.h"
 #include "intrus/corpus.h"
 #include "intrus/train.h"
 #include "testutil.h"
@@ -109,8 +114,11 @@ static void test_resume_exact(const char *cfg) {
   if (!lerr.status) {
     EXPECT_CONTAINS(log[0], "valid_bleu");
     EXPECT(n == 3, "train.log has %zu lines", n);
-    EXPECT(n == 3 && strrchr(log[2], '\t') && strrchr(log[2], '\t')[1] != '\0',
-           "no BLEU in the last log line: %s", n ? log[n - 1] : "");
+    /* valid_bleu is the sixth column (train_s follows it). */
+    const char *cell = n == 3 ? log[2] : "";
+    for (int tab = 0; tab < 5 && cell; tab++) cell = strchr(cell, '\t') ? strchr(cell, '\t') + 1 : NULL;
+    EXPECT(cell && *cell && *cell != '\t', "no BLEU in the last log line: %s",
+           n ? log[n - 1] : "");
     intrus_lines_free(log, n);
   }
 }
@@ -159,6 +167,312 @@ static void test_cli_decode_and_run(void) {
   EXPECT_CONTAINS(out, "nosuchrun");
 }
 
+/* ---- validation schedule and train_s ------------------------------------------------ */
+
+static double wall_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The experiment of cfg_fmt with `from` replaced by `to` in its text, and `from2` by `to2`
+ * unless NULL. */
+static void write_cfg_with(const char *path, const char *data_dir, const char *from,
+                           const char *to, const char *from2, const char *to2) {
+  char text[4096], out[4096];
+  snprintf(text, sizeof text, cfg_fmt, data_dir);
+  for (int i = 0; i < 2; i++) {
+    const char *f = i ? from2 : from, *t = i ? to2 : to;
+    if (!f) continue;
+    const char *at = strstr(text, f);
+    if (!at) {
+      fprintf(stderr, "'%s' is no longer in the test's experiment\n", f);
+      exit(1);
+    }
+    snprintf(out, sizeof out, "%.*s%s%s", (int)(at - text), text, t, at + strlen(f));
+    memcpy(text, out, sizeof text);
+  }
+  FILE *fp = fopen(path, "w");
+  fputs(text, fp);
+  fclose(fp);
+}
+
+/* A uint64 record of a checkpoint; false when the file or the record is missing. */
+static bool ckpt_u64(const char *path, const char *name, uint64_t *v) {
+  if (access(path, F_OK) != 0) return false;
+  struct intrus_ckpt *ck = NULL;
+  struct intrus_error err = {0};
+  bool ok = intrus_ckpt_read(path, false, 0, &ck, &err) == INTRUS_OK &&
+            intrus_ckpt_u64(ck, name, v);
+  EXPECT(ok, "%s: no record '%s' (%s)", path, name, err.msg);
+  intrus_ckpt_free(ck);
+  return ok;
+}
+
+/* What training looks like from on_step (called after each step, before its
+ * validation): the step best.ckpt holds then (0: none), and each step's wall time. A
+ * sleep in each step is training time that train_s must count. */
+struct probe {
+  char best[600];
+  long best_step[MAX_STEPS + 1];
+  double at[MAX_STEPS + 1];
+  long sleep_us;
+  double seconds; /* the run's own wall time (intrus_train_result.seconds) */
+};
+
+static void probe_step(long step, double loss, void *user) {
+  (void)loss;
+  struct probe *p = user;
+  if (step > MAX_STEPS) return;
+  uint64_t v = 0;
+  p->best_step[step] = ckpt_u64(p->best, "step", &v) ? (long)v : 0;
+  if (p->sleep_us) usleep((useconds_t)p->sleep_us);
+  p->at[step] = wall_s();
+}
+
+static enum intrus_status train_probe(const char *cfg_path, const char *run, long max_steps,
+                                      struct probe *p, struct intrus_error *err) {
+  struct intrus_config *cfg = intrus_config_load_file(cfg_path, err);
+  if (!cfg) return err->status;
+  struct intrus_plugin_search *s = intrus_plugin_search_create();
+  intrus_plugin_search_add_defaults(s);
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/%s", tmp, run);
+  snprintf(p->best, sizeof p->best, "%s/best.ckpt", dir);
+  struct intrus_train_options opt = {.run_dir = dir, .search = s, .max_steps = max_steps,
+                                     .on_step = probe_step, .user = p};
+  struct intrus_train_result res;
+  enum intrus_status st = intrus_train(cfg, &opt, &res, err);
+  p->seconds = st ? NAN : res.seconds;
+  intrus_plugin_search_free(s);
+  intrus_config_free(cfg);
+  return st;
+}
+
+/* train.log's rows as fields: rows[i][0..6] = step loss lr tokens_per_s valid_loss
+ * valid_bleu train_s. Returns the number of rows read (at most cap), -1 on a bad
+ * header. */
+enum { LOG_FIELDS = 7 };
+struct log_row {
+  char f[LOG_FIELDS][32];
+  int nf;
+};
+static int read_log(const char *run, struct log_row *rows, int cap) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/%s/train.log", tmp, run);
+  char **lines;
+  size_t n;
+  struct intrus_error err = {0};
+  if (intrus_lines_read(path, &lines, &n, &err) != INTRUS_OK) {
+    EXPECT(0, "%s", err.msg);
+    return -1;
+  }
+  int got = -1;
+  static const char header[] = "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s";
+  EXPECT(n > 0 && strcmp(lines[0], header) == 0, "%s: header '%s'", path, n ? lines[0] : "");
+  if (n > 0 && strlen(lines[0]) >= 8 && strcmp(lines[0] + strlen(lines[0]) - 8, "\ttrain_s") == 0) {
+    got = 0;
+    for (size_t i = 1; i < n && got < cap; i++, got++) {
+      struct log_row *r = &rows[got];
+      memset(r, 0, sizeof *r);
+      const char *a = lines[i];
+      for (;;) {
+        const char *tab = strchr(a, '\t');
+        size_t len = tab ? (size_t)(tab - a) : strlen(a);
+        if (r->nf < LOG_FIELDS) snprintf(r->f[r->nf], sizeof r->f[0], "%.*s", (int)len, a);
+        r->nf++;
+        if (!tab) break;
+        a = tab + 1;
+      }
+      EXPECT(r->nf == LOG_FIELDS, "%s:%zu: %d fields: %s", path, i + 1, r->nf, lines[i]);
+    }
+  }
+  intrus_lines_free(lines, n);
+  return got;
+}
+
+/* A whole cell is a number (strtod reads it all). */
+static bool number(const char *s, double *v) {
+  char *end;
+  *v = strtod(s, &end);
+  return *s && *end == '\0' && isfinite(*v);
+}
+
+/* valid_every = 5, valid_bleu_every = 10: losses at steps 5, 10, 15, 20, BLEU at 10 and
+ * 20 only, and best.ckpt follows BLEU: written at a BLEU validation only (none after the
+ * loss-only validation at 5, the one of step 10 still there after step 15). */
+static void test_valid_bleu_every(const char *data) {
+  char cfg[700];
+  snprintf(cfg, sizeof cfg, "%s/vb.cfg", tmp);
+  write_cfg_with(cfg, data, "valid_every = 10;", "valid_every = 5; valid_bleu_every = 10;", NULL,
+                 NULL);
+  struct probe p;
+  memset(&p, 0, sizeof p);
+  struct intrus_error err = {0};
+  EXPECT(train_probe(cfg, "vb", 0, &p, &err) == INTRUS_OK, "%s", err.msg);
+  struct log_row rows[8];
+  int n = read_log("vb", rows, 8);
+  EXPECT(n == 4, "train.log has %d rows", n);
+  double bleu[21];
+  for (int i = 0; i < n && i < 4; i++) {
+    double step, v;
+    EXPECT(number(rows[i].f[0], &step) && step == 5 * (i + 1), "row %d is step %s", i,
+           rows[i].f[0]);
+    EXPECT(number(rows[i].f[4], &v) && v > 0, "step %s: valid_loss '%s'", rows[i].f[0],
+           rows[i].f[4]);
+    bool want_bleu = (i + 1) % 2 == 0;
+    bool has = number(rows[i].f[5], &bleu[5 * (i + 1)]);
+    EXPECT(has == want_bleu && (want_bleu || rows[i].f[5][0] == '\0'),
+           "step %s: valid_bleu '%s' (BLEU only at steps 10 and 20)", rows[i].f[0],
+           rows[i].f[5]);
+  }
+  if (n == 4)
+    printf("valid_bleu_every 10: BLEU '%s' at 10 and '%s' at 20\n", rows[1].f[5], rows[3].f[5]);
+  /* best.ckpt as on_step saw it before each step's validation, and at the end. */
+  int wrong = 0;
+  for (int s = 1; s <= 20; s++) {
+    long want = s <= 10 ? 0 : 10;
+    if (p.best_step[s] != want) {
+      wrong++;
+      fprintf(stderr, "before the validation of step %d best.ckpt holds step %ld, not %ld\n", s,
+              p.best_step[s], want);
+    }
+  }
+  EXPECT(wrong == 0, "best.ckpt was written outside the BLEU validations (%d steps)", wrong);
+  uint64_t last = 0;
+  EXPECT(ckpt_u64(p.best, "step", &last) && (last == 10 || last == 20),
+         "best.ckpt ends at step %llu", (unsigned long long)last);
+  if (n == 4 && (last == 10 || last == 20))
+    EXPECT(strcmp(rows[1].f[5], rows[3].f[5]) == 0 || (last == 20) == (bleu[20] > bleu[10]),
+           "best.ckpt holds step %llu with BLEU %s at 10 and %s at 20", (unsigned long long)last,
+           rows[1].f[5], rows[3].f[5]);
+  /* Without valid_bleu_every, every validation decodes (run a: valid_every = 10). */
+  struct log_row ar[4];
+  int na = read_log("a", ar, 4);
+  EXPECT(na == 2 && ar[0].f[5][0] && ar[1].f[5][0], "run a: BLEU '%s' at 10, '%s' at 20",
+         na > 0 ? ar[0].f[5] : "", na > 1 ? ar[1].f[5] : "");
+  /* valid_beam = 8 decodes as search.beam = 8 does (training is the same: search
+   * settings do not change it), not as the search group's beam 2. */
+  static const char *const beam_runs[2][3] = {
+      {"vbb8", "valid_every = 5; valid_bleu_every = 10; valid_beam = 8;", "beam = 2;"},
+      {"vbs8", "valid_every = 5; valid_bleu_every = 10;", "beam = 8;"}};
+  struct log_row br[2][8];
+  for (int i = 0; i < 2; i++) {
+    char bcfg[700];
+    snprintf(bcfg, sizeof bcfg, "%s/%s.cfg", tmp, beam_runs[i][0]);
+    write_cfg_with(bcfg, data, "valid_every = 10;", beam_runs[i][1], "beam = 2;",
+                   beam_runs[i][2]);
+    struct probe q;
+    memset(&q, 0, sizeof q);
+    EXPECT(train_probe(bcfg, beam_runs[i][0], 0, &q, &err) == INTRUS_OK, "%s", err.msg);
+    EXPECT(read_log(beam_runs[i][0], br[i], 8) == 4, "%s: train.log rows", beam_runs[i][0]);
+  }
+  if (n == 4) {
+    printf("BLEU at 10, 20: beam 2 %s %s, valid_beam 8 %s %s, search beam 8 %s %s\n",
+           rows[1].f[5], rows[3].f[5], br[0][1].f[5], br[0][3].f[5], br[1][1].f[5],
+           br[1][3].f[5]);
+    EXPECT(strcmp(br[0][1].f[5], br[1][1].f[5]) == 0 && strcmp(br[0][3].f[5], br[1][3].f[5]) == 0,
+           "valid_beam 8: BLEU %s, %s; search.beam 8: %s, %s", br[0][1].f[5], br[0][3].f[5],
+           br[1][1].f[5], br[1][3].f[5]);
+    EXPECT(strcmp(br[0][1].f[5], rows[1].f[5]) != 0 || strcmp(br[0][3].f[5], rows[3].f[5]) != 0,
+           "valid_beam 8 gives the BLEU of beam 2 (%s, %s)", rows[1].f[5], rows[3].f[5]);
+  }
+  /* valid_bleu_every must be a multiple of valid_every; the settings are checked. */
+  static const struct {
+    const char *to, *want1, *want2;
+  } bad[] = {
+      {"valid_every = 5; valid_bleu_every = 7;", "valid_bleu_every", "multiple of valid_every"},
+      {"valid_every = 5; valid_bleu_every = 0;", "valid_bleu_every", "0"},
+      {"valid_every = 5; valid_beam = -1;", "valid_beam", "-1"},
+      {"valid_every = 5; valid_beam = 4096;", "valid_beam", "4096"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char bcfg[700];
+    snprintf(bcfg, sizeof bcfg, "%s/vbbad%zu.cfg", tmp, i);
+    write_cfg_with(bcfg, data, "valid_every = 10;", bad[i].to, NULL, NULL);
+    struct probe q;
+    memset(&q, 0, sizeof q);
+    struct intrus_error e = {0};
+    EXPECT(train_probe(bcfg, "vbbad", 0, &q, &e) == INTRUS_ERR_CONFIG, "%s accepted", bad[i].to);
+    EXPECT_CONTAINS(e.msg, bad[i].want1);
+    EXPECT_CONTAINS(e.msg, bad[i].want2);
+    EXPECT(q.at[1] == 0.0, "%s: training started", bad[i].to);
+  }
+}
+
+/* train_s: training wall seconds without validation, in train.log's last column, kept
+ * in the checkpoint (train_ms) and continued by a resume. Each step sleeps 30 ms (in
+ * on_step, training time): train 10 steps, resume to 20. */
+static void test_train_s(const char *data) {
+  enum { SLEEP_US = 30000 };
+  char cfg[700];
+  snprintf(cfg, sizeof cfg, "%s/ts.cfg", tmp);
+  /* A wide validation beam makes the BLEU validations slow next to the steps. */
+  write_cfg_with(cfg, data, "valid_every = 10;",
+                 "valid_every = 5; valid_bleu_every = 10; valid_beam = 48;", NULL, NULL);
+  struct probe p;
+  memset(&p, 0, sizeof p);
+  p.sleep_us = SLEEP_US;
+  struct intrus_error err = {0};
+  double t0 = wall_s();
+  EXPECT(train_probe(cfg, "ts", 10, &p, &err) == INTRUS_OK, "%s", err.msg);
+  double t1 = wall_s(), p1_seconds = p.seconds;
+  char path[600];
+  snprintf(path, sizeof path, "%s/ts/checkpoint.ckpt", tmp);
+  uint64_t ms10 = 0;
+  EXPECT(ckpt_u64(path, "train_ms", &ms10), "no train_ms after 10 steps");
+  struct log_row rows[8];
+  int n10 = read_log("ts", rows, 8);
+  EXPECT(n10 == 2, "train.log has %d rows after 10 steps", n10);
+  double s10 = NAN;
+  if (n10 == 2 && number(rows[1].f[6], &s10))
+    EXPECT(fabs(s10 - ms10 / 1e3) <= 0.051, "step 10: train_s %s, the checkpoint's train_ms %llu",
+           rows[1].f[6], (unsigned long long)ms10);
+  EXPECT(ms10 / 1e3 >= 10 * SLEEP_US / 1e6 - 0.001 && ms10 / 1e3 <= t1 - t0,
+         "after 10 steps of at least %.2f s each: train_ms %llu, the run took %.3f s",
+         SLEEP_US / 1e6, (unsigned long long)ms10, t1 - t0);
+  double t2 = wall_s();
+  EXPECT(train_probe(cfg, "ts", 20, &p, &err) == INTRUS_OK, "%s", err.msg);
+  double t3 = wall_s();
+  int n = read_log("ts", rows, 8);
+  EXPECT(n == 4, "train.log has %d rows after the resume", n);
+  double prev = 0.0, v[4] = {0};
+  for (int i = 0; i < n && i < 4; i++) {
+    double step;
+    EXPECT(number(rows[i].f[0], &step) && step == 5 * (i + 1), "row %d is step %s", i,
+           rows[i].f[0]);
+    EXPECT(number(rows[i].f[6], &v[i]) && v[i] >= 0.0, "step %s: train_s '%s' is no number >= 0",
+           rows[i].f[0], rows[i].f[6]);
+    EXPECT(v[i] >= prev, "train_s goes down from %.1f to %s at step %s", prev, rows[i].f[6],
+           rows[i].f[0]);
+    prev = v[i];
+  }
+  printf("train_s at steps 5, 10 | resumed 15, 20: %.1f %.1f | %.1f %.1f (runs of %.2f and "
+         "%.2f s, validation of step 10 %.2f s)\n", v[0], v[1], v[2], v[3], t1 - t0, t3 - t2,
+         t1 - p.at[10]);
+  /* Without validation: a run's train_s grows by at most the time from its start (its
+   * end less its own wall time) to the end of its last step (on_step's clock: that
+   * includes the validations but the last one, which is slow), plus the rounding and some
+   * room for a busy machine. */
+  double start1 = t1 - p1_seconds, start2 = t3 - p.seconds;
+  EXPECT(s10 <= p.at[10] - start1 + 0.15,
+         "train_s %.1f at step 10, yet steps 1..10 took %.3f s with the validation of step 5",
+         s10, p.at[10] - start1);
+  EXPECT(n == 4 && v[3] - ms10 / 1e3 <= p.at[20] - start2 + 0.15,
+         "the resumed run's train_s grew %.3f s, yet steps 11..20 took %.3f s with the "
+         "validation of step 15", v[3] - ms10 / 1e3, p.at[20] - start2);
+  /* Continued: the resumed rows start from the checkpoint's time; and all of it is at most
+   * the wall time of the two runs. */
+  EXPECT(n == 4 && v[2] >= ms10 / 1e3 - 0.05 && v[3] >= 20 * SLEEP_US / 1e6 - 0.05,
+         "after the resume: train_s %.1f at 15, %.1f at 20; %.3f s at the checkpoint", v[2], v[3],
+         ms10 / 1e3);
+  EXPECT(v[3] <= (t1 - t0) + (t3 - t2) + 0.05, "train_s %.1f after runs of %.3f s in all", v[3],
+         (t1 - t0) + (t3 - t2));
+  uint64_t ms20 = 0;
+  EXPECT(ckpt_u64(path, "train_ms", &ms20) && fabs(ms20 / 1e3 - v[3]) <= 0.051,
+         "step 20: train_ms %llu, train_s %.1f", (unsigned long long)ms20, v[3]);
+}
+
 static void bad_data(const char *name, const char *train_en_text, const char *want1,
                      const char *want2) {
   char dir[600], cfg[700];
@@ -200,6 +514,8 @@ int main(void) {
   test_resume_exact(cfg);
   test_vocab_mismatch(cfg);
   test_cli_decode_and_run();
+  test_valid_bleu_every("data");
+  test_train_s("data");
   bad_data("badutf8", "Open file\nSave \xff file\n", "train.en:2:", "invalid UTF-8");
   bad_data("empty", "", "train.en", "empty file");
   bad_data("unequal", "Open file\n", "train.en has 1 lines", "train.de has 300");
