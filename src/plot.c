@@ -11,8 +11,8 @@
 #include <strings.h>
 
 #include <cairo.h>
-#include <utf8proc.h>
 
+#include "draw.h"
 #include "intrus/fileio.h"
 #include "plot.h"
 #include "xalloc.h"
@@ -152,29 +152,6 @@ static enum intrus_status read_log(const char *path, const struct plot_options *
   free(line);
   free(header);
   return st;
-}
-
-/* The text as drawn: cairo refuses a string with one bad UTF-8 byte, which a directory
- * name may well have; those bytes become U+FFFD. */
-static char *displayable(const char *s) {
-  size_t n = strlen(s), k = 0;
-  char *d = xmalloc(3 * n + 1);
-  for (size_t i = 0; i < n;) {
-    utf8proc_int32_t cp;
-    utf8proc_ssize_t m =
-        utf8proc_iterate((const utf8proc_uint8_t *)s + i, (utf8proc_ssize_t)(n - i), &cp);
-    if (m <= 0) {
-      memcpy(d + k, "\xEF\xBF\xBD", 3);
-      k += 3;
-      i++;
-    } else {
-      memcpy(d + k, s + i, (size_t)m);
-      k += (size_t)m;
-      i += (size_t)m;
-    }
-  }
-  d[k] = '\0';
-  return d;
 }
 
 /* The run directory's base name ("runs/a/" -> "a"; "." -> the directory's own name). */
@@ -476,19 +453,6 @@ static void draw(cairo_t *cr, int w, int h, const struct curve *c, int n,
   cairo_show_text(cr, title);
 }
 
-struct membuf {
-  unsigned char *data;
-  size_t len, cap;
-};
-
-static cairo_status_t membuf_write(void *closure, const unsigned char *data, unsigned int n) {
-  struct membuf *b = closure;
-  xgrow((void **)&b->data, &b->cap, b->len + n, 1, 4096);
-  memcpy(b->data + b->len, data, n);
-  b->len += n;
-  return CAIRO_STATUS_SUCCESS;
-}
-
 enum intrus_status intrus_plot_runs(const char *out, int n, const char *const *run_dirs,
                                     const char *const *labels, const struct plot_options *opt,
                                     struct intrus_error *err) {
@@ -502,7 +466,7 @@ enum intrus_status intrus_plot_runs(const char *out, int n, const char *const *r
                             "%s: %d runs in %d x %d pixels (want a run or more, sides %d..%d)",
                             out, n, opt->width, opt->height, PLOT_MIN_SIDE, PLOT_MAX_SIDE);
   struct curve *c = xcalloc((size_t)n, sizeof *c);
-  struct membuf buf = {0};
+  struct draw_buf buf = {0};
   enum intrus_status st = INTRUS_OK;
   for (int i = 0; i < n && !st; i++) {
     char *path = xmalloc(strlen(run_dirs[i]) + sizeof "/train.log");
@@ -510,7 +474,7 @@ enum intrus_status intrus_plot_runs(const char *out, int n, const char *const *r
     st = read_log(path, opt, &c[i], err);
     free(path);
     char *name = labels && labels[i] ? xstrdup(labels[i]) : base_name(run_dirs[i]);
-    c[i].label = displayable(name);
+    c[i].label = draw_text(name);
     free(name);
   }
   if (!st) {
@@ -518,7 +482,7 @@ enum intrus_status intrus_plot_runs(const char *out, int n, const char *const *r
     char made[128];
     snprintf(made, sizeof made, "%s by %s", y_title[opt->y], x_word[opt->x]);
     made[0] = (char)toupper((unsigned char)made[0]);
-    char *title = displayable(opt->title ? opt->title : made);
+    char *title = draw_text(opt->title ? opt->title : made);
     cairo_surface_t *surface =
         cairo_image_surface_create(CAIRO_FORMAT_ARGB32, opt->width, opt->height);
     cairo_t *cr = cairo_create(surface);
@@ -527,7 +491,7 @@ enum intrus_status intrus_plot_runs(const char *out, int n, const char *const *r
     cairo_destroy(cr);
     if (!cs) {
       cairo_surface_flush(surface);
-      cs = cairo_surface_write_to_png_stream(surface, membuf_write, &buf);
+      cs = cairo_surface_write_to_png_stream(surface, draw_buf_write, &buf);
     }
     cairo_surface_destroy(surface);
     free(title);

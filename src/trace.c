@@ -13,6 +13,7 @@
 #include <cairo.h>
 #include <cairo-svg.h>
 
+#include "draw.h"
 #include "intrus/fileio.h"
 #include "intrus/trace.h"
 #include "xalloc.h"
@@ -93,60 +94,6 @@ void intrus_trace_relative_index(const struct intrus_trace *t, double *rel, int 
 #define COL_GAP 4.0
 #define ROW_GAP 2.0
 #define PNG_MAX 32767 /* cairo's limit on an image surface's side */
-
-struct membuf {
-  unsigned char *data;
-  size_t len, cap;
-};
-
-static cairo_status_t membuf_write(void *closure, const unsigned char *data, unsigned int n) {
-  struct membuf *b = closure;
-  xgrow((void **)&b->data, &b->cap, b->len + n, 1, 4096);
-  memcpy(b->data + b->len, data, n);
-  b->len += n;
-  return CAIRO_STATUS_SUCCESS;
-}
-
-/* Length of the valid UTF-8 sequence at s, 0 when there is none (cairo refuses to
- * draw a string with one bad byte; a model may well emit a piece of a character). */
-static int utf8_len(const unsigned char *s) {
-  unsigned c = s[0];
-  if (c < 0x80) return 1;
-  int n;
-  unsigned lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) n = 2;
-  else if (c >= 0xE0 && c <= 0xEF) n = 3;
-  else if (c >= 0xF0 && c <= 0xF4) n = 4;
-  else return 0;
-  if (c == 0xE0) lo = 0xA0;      /* overlong */
-  else if (c == 0xED) hi = 0x9F; /* surrogates */
-  else if (c == 0xF0) lo = 0x90; /* overlong */
-  else if (c == 0xF4) hi = 0x8F; /* above U+10FFFF */
-  if (s[1] < lo || s[1] > hi) return 0;
-  for (int i = 2; i < n; i++)
-    if ((s[i] & 0xC0) != 0x80) return 0;
-  return n;
-}
-
-/* The word as drawn: invalid UTF-8 bytes become U+FFFD. */
-static char *display_word(const char *w) {
-  size_t n = strlen(w), k = 0;
-  char *d = xmalloc(3 * n + 1);
-  for (size_t i = 0; i < n;) {
-    int m = utf8_len((const unsigned char *)w + i);
-    if (m == 0) {
-      memcpy(d + k, "\xEF\xBF\xBD", 3);
-      k += 3;
-      i++;
-    } else {
-      memcpy(d + k, w + i, (size_t)m);
-      k += (size_t)m;
-      i += (size_t)m;
-    }
-  }
-  d[k] = '\0';
-  return d;
-}
 
 struct layout {
   int rows;
@@ -257,11 +204,11 @@ enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace
   size_t n = (size_t)(t->len > 0 ? t->len : 1);
   int *when = xmalloc(n * sizeof *when);
   struct layout L = {.col_x = xmalloc(n * sizeof *L.col_x), .col_w = xmalloc(n * sizeof *L.col_w)};
-  struct membuf buf = {0};
+  struct draw_buf buf = {0};
   char **shown = xcalloc(n, sizeof *shown);
   enum intrus_status st = check_trace(t, path, when, err);
   if (st) goto done;
-  for (int s = 0; s < t->len; s++) shown[s] = display_word(t->words[s]);
+  for (int s = 0; s < t->len; s++) shown[s] = draw_text(t->words[s]);
   struct intrus_trace tr = {t->len, t->steps, (const char *const *)shown};
   t = &tr;
   measure(t, when, &L);
@@ -274,7 +221,7 @@ enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace
   }
   cairo_surface_t *surface =
       png ? cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w, h)
-          : cairo_svg_surface_create_for_stream(membuf_write, &buf, w, h);
+          : cairo_svg_surface_create_for_stream(draw_buf_write, &buf, w, h);
   cairo_t *cr = cairo_create(surface);
   draw(cr, t, when, &L);
   cairo_status_t cs = cairo_status(cr);
@@ -282,7 +229,7 @@ enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace
   if (!cs) {
     if (png) {
       cairo_surface_flush(surface);
-      cs = cairo_surface_write_to_png_stream(surface, membuf_write, &buf);
+      cs = cairo_surface_write_to_png_stream(surface, draw_buf_write, &buf);
     } else {
       cairo_surface_finish(surface);
       cs = cairo_surface_status(surface);

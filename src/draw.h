@@ -1,0 +1,20 @@
+/* What the pictures (trace.c, plot.c) share: text cairo can draw, and a memory sink for
+ * cairo's PNG and SVG streams, so a picture is written whole, atomically. */
+#ifndef INTRUS_DRAW_H
+#define INTRUS_DRAW_H
+
+#include <cairo.h>
+#include <stddef.h>
+
+/* A copy of s with each invalid UTF-8 byte replaced by U+FFFD (cairo refuses a string
+ * with one bad byte; a model may well emit a piece of a character). malloc'd. */
+char *draw_text(const char *s);
+
+struct draw_buf {
+  unsigned char *data;
+  size_t len, cap;
+};
+/* cairo_write_func_t appending to a struct draw_buf; free data when done. */
+cairo_status_t draw_buf_write(void *closure, const unsigned char *data, unsigned int n);
+
+#endif
