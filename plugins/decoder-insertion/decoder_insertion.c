@@ -386,16 +386,13 @@ static enum intrus_status ins_run(struct decoder *dc, struct ins_cache *c, intru
     int *both = intrus_ctx_alloc(ctx, 2 * (size_t)nrows * sizeof *both), nb = 0;
     int32_t *self = intrus_ctx_alloc(ctx, 2 * (size_t)nrows * sizeof *self), *next = self + nrows;
     for (int j = 0; j < nrows; j++) {
-      if (!nb || both[nb - 1] < rows[j]) both[nb++] = rows[j];
+      /* rows ascend and a neighbour is its row + 1, so both stays ascending: a row that
+       * was just added as the previous row's neighbour is not added again. */
+      if (!nb || both[nb - 1] != rows[j]) both[nb++] = rows[j];
       self[j] = nb - 1;
-      if (nx[rows[j]] != rows[j] && (j + 1 == nrows || rows[j + 1] > nx[rows[j]]))
-        both[nb++] = nx[rows[j]];
-      next[j] = nx[rows[j]] == rows[j] ? self[j] : nb - 1;
+      if (nx[rows[j]] != rows[j]) both[nb++] = nx[rows[j]];
+      next[j] = nb - 1;
     }
-    /* A neighbour that is itself asked for comes next in rows: its index follows. */
-    for (int j = 0; j < nrows; j++)
-      if (nx[rows[j]] != rows[j] && j + 1 < nrows && rows[j + 1] == nx[rows[j]])
-        next[j] = self[j + 1];
     intrus_tensor *h = run_layers(ctx, dc, &L, embed(ctx, dc, &L, 0.0f), kc, vc, 0.0f, nb, both);
     *hidden = slot_pairs(ctx, dc, h, nrows, self, next);
   }
