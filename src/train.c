@@ -130,15 +130,20 @@ static enum intrus_status validate(struct intrus_model *m, intrus_ctx *ctx, intr
   return st;
 }
 
+/* Whether validation measures BLEU at all: text data and train.valid_bleu > 0. */
+static bool bleu_measured(const struct dataset *d, const struct train_cfg *t) {
+  return d->kind == DATA_PARALLEL && t->valid_bleu > 0;
+}
+
 /* BLEU of the first train.valid_bleu validation sentences, decoded with the search
- * settings; NAN for synthetic data or when switched off. */
+ * settings; NAN when not bleu_measured(). */
 static enum intrus_status validate_bleu(struct intrus_model *m, struct dataset *d,
                                         const struct train_cfg *t, const struct translator *search,
                                         const struct intrus_plugin_search *plugins,
                                         const intrus_cfg *bleu_cfg, double *bleu,
                                         struct intrus_error *err) {
   *bleu = NAN;
-  if (d->kind != DATA_PARALLEL || t->valid_bleu == 0) return INTRUS_OK;
+  if (!bleu_measured(d, t)) return INTRUS_OK;
   size_t n = d->valid_text.n < (size_t)t->valid_bleu ? d->valid_text.n : (size_t)t->valid_bleu;
   char **hyps;
   struct intrus_beam_opts beam = search->beam;
@@ -298,8 +303,6 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
                                 "(see docs/intrus.md)");
     goto done;
   }
-  /* Whether validation measures BLEU (validate_bleu's condition). */
-  const bool bleu_on = data.kind == DATA_PARALLEL && tc.valid_bleu > 0;
   const intrus_cfg *eval_cfg = NULL, *bleu_cfg = NULL;
   if ((st = intrus_cfg_group(root, "eval", &eval_cfg, err)) ||
       (eval_cfg && (st = intrus_cfg_group(eval_cfg, "bleu", &bleu_cfg, err))) ||
@@ -425,7 +428,7 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
       goto done;
     /* The score best.ckpt and the plateau rule follow: BLEU where it is measured at all
      * (validations without it then leave both alone), else minus the loss. */
-    double vscore = !validate_now ? NAN : bleu_on ? vbleu : -vloss;
+    double vscore = !validate_now ? NAN : bleu_measured(&data, &tc) ? vbleu : -vloss;
     valid_time += now_s() - tv;
     double train_s = train_before + now_s() - t0 - valid_time;
     bool new_best = false;
