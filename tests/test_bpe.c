@@ -32,21 +32,6 @@ static void write_file(const char *path, const char *text) {
 }
 
 /* Whole file as a string (caller frees), or NULL. */
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f) return NULL;
-  size_t cap = 4096, n = 0;
-  char *s = malloc(cap);
-  size_t got;
-  while ((got = fread(s + n, 1, cap - n - 1, f)) > 0) {
-    n += got;
-    if (cap - n < 2) s = realloc(s, cap *= 2);
-  }
-  fclose(f);
-  s[n] = '\0';
-  return s;
-}
-
 static void remove_tmpdir(void) {
   DIR *d = opendir(tmpdir);
   if (!d) return;
@@ -118,7 +103,7 @@ static void test_learn_toy(void) {
   struct intrus_error err = {0};
   const char *codes = tmp_path("toy.bpe");
   EXPECT(intrus_bpe_learn(w, 1000, codes, &err) == INTRUS_OK, "%s", err.msg);
-  char *got = read_file(codes);
+  char *got = test_read_file(codes);
   EXPECT(got && strcmp(got, toy_codes) == 0, "codes:\n%s\nwant:\n%s", got ? got : "(none)",
          toy_codes);
   free(got);
@@ -126,12 +111,12 @@ static void test_learn_toy(void) {
 
   /* A merge budget cuts the same sequence short. */
   EXPECT(intrus_bpe_learn(w, 3, codes, &err) == INTRUS_OK, "%s", err.msg);
-  got = read_file(codes);
+  got = test_read_file(codes);
   EXPECT(got && strcmp(got, "#version: 0.2\ns t</w>\ne st</w>\nl o\n") == 0, "codes:\n%s",
          got ? got : "(none)");
   free(got);
   EXPECT(intrus_bpe_learn(w, 0, codes, &err) == INTRUS_OK, "%s", err.msg);
-  got = read_file(codes);
+  got = test_read_file(codes);
   EXPECT(got && strcmp(got, "#version: 0.2\n") == 0, "codes:\n%s", got ? got : "(none)");
   free(got);
   EXPECT(intrus_bpe_learn(w, -1, codes, &err) == INTRUS_ERR_INVALID, "negative merges");
@@ -149,7 +134,7 @@ static void test_learn_edge(void) {
   struct intrus_wordcount *w = intrus_wordcount_create();
   add_line(w, "abc");
   EXPECT(intrus_bpe_learn(w, 10, codes, &err) == INTRUS_OK, "%s", err.msg);
-  char *got = read_file(codes);
+  char *got = test_read_file(codes);
   EXPECT(got && strcmp(got, "#version: 0.2\n") == 0, "singleton word: %s", got);
   free(got);
   intrus_wordcount_free(w);
@@ -160,7 +145,7 @@ static void test_learn_edge(void) {
   w = intrus_wordcount_create();
   add_line(w, "aaaa aaaa");
   EXPECT(intrus_bpe_learn(w, 10, codes, &err) == INTRUS_OK, "%s", err.msg);
-  got = read_file(codes);
+  got = test_read_file(codes);
   EXPECT(got && strcmp(got, "#version: 0.2\na a\naa a\naaa a</w>\n") == 0, "aaaa: %s", got);
   free(got);
   intrus_wordcount_free(w);
@@ -354,7 +339,7 @@ static void test_vocab_files(void) {
   const char *path = tmp_path("vocab.txt");
   EXPECT(intrus_vocab_save(v, path, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(stray_temp_files() == 0, "temporary file left behind");
-  char *text = read_file(path);
+  char *text = test_read_file(path);
   EXPECT(text && strcmp(text, "<pad>\n<unk>\n<s>\n</s>\ndie\nder\ndas\n\xc3\xa4hm\n") == 0,
          "file:\n%s", text ? text : "(none)");
   struct intrus_vocab *u = NULL;

@@ -741,19 +741,6 @@ static void test_states_some(const char *cfg) {
   }
 }
 
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  size_t got = fread(buf, 1, (size_t)n, f);
-  buf[got] = '\0';
-  fclose(f);
-  return buf;
-}
-
 int main(void) {
   snprintf(tmpdir, sizeof tmpdir, "/tmp/intrus-test-intrus-XXXXXX");
   if (!mkdtemp(tmpdir)) {
@@ -762,7 +749,7 @@ int main(void) {
   }
   char path[600];
   snprintf(path, sizeof path, "%s/experiments/toy-intrus.cfg", test_srcdir());
-  char *cfg = read_file(path);
+  char *cfg = test_read_file(path);
   if (!cfg) {
     fprintf(stderr, "cannot read %s\n", path);
     return 1;

@@ -105,24 +105,11 @@ struct fixture {
   char *text;
 };
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
-  if (buf) buf[got] = '\0';
-  fclose(f);
-  return buf;
-}
-
 static bool fixture_load(struct fixture *fx, const char *name) {
   char path[1024];
   snprintf(path, sizeof path, "%s/tests/data/reference/%s", test_srcdir(), name);
   memset(fx, 0, sizeof *fx);
-  if (!(fx->text = slurp(path))) {
+  if (!(fx->text = test_read_file(path))) {
     EXPECT(0, "cannot read %s", path);
     return false;
   }

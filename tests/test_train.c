@@ -46,19 +46,6 @@ static enum intrus_status train_file(const char *cfg_text, const char *run, long
   return st;
 }
 
-static char *read_file(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  size_t got = fread(buf, 1, (size_t)n, f);
-  buf[got] = '\0';
-  fclose(f);
-  return buf;
-}
-
 static char *replace(const char *text, const char *from, const char *to) {
   const char *at = strstr(text, from);
   if (!at) return NULL;
@@ -82,7 +69,7 @@ static void test_learns_copy(const char *cfg) {
          tr.loss[400], res.valid_loss);
   char path[600];
   snprintf(path, sizeof path, "%s/full/effective.cfg", tmpdir);
-  char *eff = read_file(path);
+  char *eff = test_read_file(path);
   EXPECT(eff != NULL, "no effective config at %s", path);
   if (eff) {
     EXPECT_CONTAINS(eff, "beta2");          /* a default filled in */
@@ -181,7 +168,7 @@ int main(void) {
   }
   char path[600];
   snprintf(path, sizeof path, "%s/experiments/toy-copy.cfg", test_srcdir());
-  char *cfg = read_file(path);
+  char *cfg = test_read_file(path);
   if (!cfg) {
     fprintf(stderr, "cannot read %s\n", path);
     return 1;

@@ -67,6 +67,20 @@ static inline const char *test_builddir(void) {
   return d ? d : INTRUS_BUILDDIR;
 }
 
+/* The whole file at path as a NUL-terminated malloc'd string; NULL if it cannot be read. */
+static inline char *test_read_file(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+  size_t got = buf ? fread(buf, 1, (size_t)n, f) : 0;
+  if (buf) buf[got] = '\0';
+  fclose(f);
+  return buf;
+}
+
 /* Runs the built `intrus ARGS` (in directory dir unless NULL) with stdout and stderr
  * captured into out; returns its exit code, -1 if it did not exit normally. */
 static inline int test_run_intrus(const char *dir, const char *args, char *out, size_t cap) {
