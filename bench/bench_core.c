@@ -2,7 +2,7 @@
  * next to its reference measured in the same run, under the same environment.
  *  - matmul: the engine's op (forward) against a raw cblas_sgemm of the same shapes.
  *    (This file calls cblas_sgemm only as the reference; the engine's single call site
- *    is src/blas.c.) Target: at least 90% of raw for shapes of 256 and up.
+ *    is core/tensor/blas.c.) Target: at least 90% of raw for shapes of 256 and up.
  *  - memory-bound ops: bytes moved per second against memcpy. Target: at least 50%.
  *  - attention: the fused packed op (intrus_attention), forward and backward, against
  *    the composition of ops the padded Transformer layers used before it, at the

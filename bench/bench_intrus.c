@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "insertion_model.h"
+#include "model/insertion_model.h"
 #include "bench_util.h"
 #include "intrus/blas.h"
 #include "intrus/optim.h"

@@ -15,7 +15,7 @@ static inline double now_s(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* intrus runs OpenBLAS single-threaded and splits products itself (src/blas.c); the
+/* intrus runs OpenBLAS single-threaded and splits products itself (core/tensor/blas.c); the
  * reference products below are OpenBLAS's own, threaded over as many threads as intrus
  * uses, and on (true) / off (false) brackets them. */
 static inline void raw_sgemm_threads(int on) {

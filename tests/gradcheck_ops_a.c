@@ -1,5 +1,5 @@
-/* Gradient checks for the ops of src/ops_linalg.c, src/ops_elementwise.c and
- * src/ops_shape.c. Every check is a few hundred elements at most so the whole suite
+/* Gradient checks for the ops of core/tensor/ops_linalg.c, core/tensor/ops_elementwise.c and
+ * core/tensor/ops_shape.c. Every check is a few hundred elements at most so the whole suite
  * runs in well under a second. */
 #include <stdbool.h>
 #include <stddef.h>

@@ -25,7 +25,7 @@
 #include "intrus/params.h"
 #include "intrus/rng.h"
 #include "intrus/tensor.h"
-#include "ops_internal.h"
+#include "tensor/ops_internal.h"
 #include "testutil.h"
 
 static intrus_tensor *leaf(intrus_ctx *ctx, int ndim, const int *shape, const float *x,

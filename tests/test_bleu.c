@@ -1,6 +1,6 @@
 /* The BLEU evaluator plugin (plugins/eval_bleu.la) against values worked out by hand,
  * following sacreBLEU 2.3.1's corpus BLEU step by step; `intrus eval bleu`; and the
- * core's paired bootstrap (src/bootstrap.c).
+ * core's paired bootstrap (core/eval/bootstrap.c).
  *
  * Notation in the comments: m_n / t_n are the clipped n-gram matches and the
  * hypothesis n-grams summed over the corpus, P_n = 100 m_n / t_n, BP the brevity

@@ -1,4 +1,4 @@
-/* intrus_gemm's own kernel for small products (src/gemm_small.c) against a double
+/* intrus_gemm's own kernel for small products (core/tensor/gemm_small.c) against a double
  * reference: every transpose pair, alpha and beta (beta 0 must not read C: it holds
  * NaN there), shapes across the 4-row and 16/32-column tiles and their tails, strides
  * wider than the matrices, nothing written outside C's M x N; the same with the kernel

@@ -19,7 +19,7 @@
 #include "intrus/insertion.h"
 #include "intrus/plugin.h"
 #include "testutil.h"
-#include "translate.h"
+#include "search/translate.h"
 
 #define MAXV 32
 #define MAXLEN 8

@@ -12,12 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "insertion_model.h"
+#include "model/insertion_model.h"
 #include "intrus/checkpoint.h"
 #include "intrus/rng.h"
 #include "intrus/train.h"
 #include "testutil.h"
-#include "train_phases.h"
+#include "train/train_phases.h"
 
 #define MAX_STEPS 512
 #define VOCAB 12

@@ -1,5 +1,5 @@
-/* Forward values of the ops in src/ops_linalg.c, src/ops_elementwise.c and
- * src/ops_shape.c (their gradients are checked by test_gradcheck): matmul against a
+/* Forward values of the ops in core/tensor/ops_linalg.c, core/tensor/ops_elementwise.c and
+ * core/tensor/ops_shape.c (their gradients are checked by test_gradcheck): matmul against a
  * naive product, activations against PyTorch, the erf behind gelu against double erf,
  * dropout's statistics and determinism, and the shape ops' data layout. */
 #include <stdint.h>
@@ -10,7 +10,7 @@
 
 #include "intrus/rng.h"
 #include "intrus/tensor.h"
-#include "ops_internal.h"
+#include "tensor/ops_internal.h"
 #include "testutil.h"
 
 static intrus_tensor *random_tensor(intrus_ctx *ctx, struct intrus_rng *r, int ndim,
@@ -118,7 +118,7 @@ static void test_activations(void) {
   intrus_ctx_destroy(ctx);
 }
 
-/* gelu's own erf (src/ops_elementwise.c) against double erf: every multiple of 2^-17
+/* gelu's own erf (core/tensor/ops_elementwise.c) against double erf: every multiple of 2^-17
  * in [0, 4.5] (past 3.92 erf rounds to 1), 64 points per binade from 2^-126 to 1
  * (where the relative error is hardest to keep), and all of them negated: within 1e-7
  * relative (the approximation reaches 8.9e-8, 9.4e-8 without FMA, over every float),

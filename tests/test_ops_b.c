@@ -13,7 +13,7 @@
 #endif
 
 #include "intrus/tensor.h"
-#include "ops_internal.h"
+#include "tensor/ops_internal.h"
 #include "testutil.h"
 
 /* Reference script (header for every table below):

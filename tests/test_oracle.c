@@ -13,7 +13,7 @@
 #include "intrus/insertion.h"
 #include "intrus/rng.h"
 #include "intrus/tensor.h"
-#include "ops_internal.h"
+#include "tensor/ops_internal.h"
 #include "testutil.h"
 
 /* ---- oracle ------------------------------------------------------------------ */

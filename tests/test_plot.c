@@ -15,7 +15,7 @@
 
 #include <cairo.h>
 
-#include "plot.h"
+#include "viz/plot.h"
 #include "testutil.h"
 
 static char tmpdir[] = "/tmp/intrus-plot-XXXXXX";

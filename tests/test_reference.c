@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "insertion_model.h"
+#include "model/insertion_model.h"
 #include "intrus/checkpoint.h"
 #include "intrus/model.h"
 #include "intrus/params.h"

@@ -1,6 +1,6 @@
-/* The one door to BLAS: every matrix product in intrus goes through intrus_gemm (src/blas.c,
+/* The one door to BLAS: every matrix product in intrus goes through intrus_gemm (core/tensor/blas.c,
  * the only file that calls cblas_sgemm) or, for a right-hand matrix that stays fixed over
- * many products, intrus_gemm_packed (src/gemm_packed.c). */
+ * many products, intrus_gemm_packed (core/tensor/gemm_packed.c). */
 #ifndef INTRUS_BLAS_H
 #define INTRUS_BLAS_H
 

@@ -53,7 +53,7 @@ void intrus_tokenizer_free(struct intrus_tokenizer *t);
  * letters/digits/marks together; NFC-normalises first. Never splits a grapheme cluster;
  * each punctuation or symbol cluster is a token, except that a run of one punctuation
  * character ("...", "--") stays together ('@' excepted: "@@" is the BPE mark). The
- * rules in full are at the top of src/text_tokenize.c. The line must be valid UTF-8
+ * rules in full are at the top of core/text/text_tokenize.c. The line must be valid UTF-8
  * (INTRUS_ERR_DATA otherwise, with the byte offset in the message). */
 enum intrus_status intrus_tokenize(struct intrus_tokenizer *t, const char *line, size_t len,
                                    struct intrus_str *out, struct intrus_error *err);

@@ -1,0 +1,64 @@
+/* The intrus command line: main.c dispatches to one function per subcommand. Each
+ * returns a process exit code (see intrus_exit_code). */
+#ifndef INTRUS_CLI_H
+#define INTRUS_CLI_H
+
+#include <stdio.h>
+
+#include "intrus/plugin.h"
+#include "intrus/status.h"
+
+/* Exit codes: 0 success; 1 failure not covered below; 2 usage (bad command line);
+ * 3 experiment config; 4 plugin; 5 data, file or checkpoint. */
+enum {
+  INTRUS_EXIT_OK = 0,
+  INTRUS_EXIT_FAILURE = 1,
+  INTRUS_EXIT_USAGE = 2,
+  INTRUS_EXIT_CONFIG = 3,
+  INTRUS_EXIT_PLUGIN = 4,
+  INTRUS_EXIT_DATA = 5
+};
+int intrus_exit_code(enum intrus_status st);
+
+/* Prints "intrus <cmd>: <message>" to stderr and returns the exit code for err. */
+int intrus_cli_fail(const char *cmd, const struct intrus_error *err);
+
+/* Builds the plugin search path in priority order: the --plugin-path values given
+ * (colon lists, may be NULL), then the experiment's plugin_path (may be NULL), then the
+ * defaults (INTRUS_PLUGIN_PATH, pkglibdir, the build tree when run uninstalled). */
+struct intrus_plugin_search *intrus_cli_search_path(const char *cli_path,
+                                                    const char *experiment_path);
+
+/* What `intrus run` reports after training on text: the test set decoded with the
+ * experiment's search settings and scored with BLEU (settings: the experiment's
+ * eval.bleu group). */
+#include "eval/score.h"
+struct run_scores {
+  struct score_result bleu;
+  size_t sentences;
+  char hyp_path[4200];
+};
+enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_dir,
+                                   const struct intrus_plugin_search *search, FILE *progress,
+                                   struct run_scores *rs, struct intrus_error *err);
+
+/* What every experiment command derives from the experiment file and its options: the
+ * experiment's name (copied into name, which outlives cfg), the run directory
+ * (run_dir_arg, or runs/<name>) and the plugin search path (freed by the caller). */
+struct cli_experiment {
+  char name[256];
+  char run_dir[4096];
+  struct intrus_plugin_search *search;
+};
+enum intrus_status intrus_cli_experiment(struct intrus_config *cfg, const char *run_dir_arg,
+                                         const char *plugin_path_arg, struct cli_experiment *x,
+                                         struct intrus_error *err);
+
+int intrus_cmd_plugins(int argc, char **argv);
+int intrus_cmd_train(int argc, char **argv);
+int intrus_cmd_decode(int argc, char **argv);
+int intrus_cmd_eval(int argc, char **argv);
+int intrus_cmd_run(int argc, char **argv);
+int intrus_cmd_plot(int argc, char **argv);
+
+#endif

@@ -1,0 +1,256 @@
+/* intrus decode, and the test-set evaluation that intrus run ends with. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "intrus/trace.h"
+#include "config.h"
+#include "eval/score.h"
+#include "search/translate.h"
+
+static const char decode_usage[] =
+    "Usage: intrus decode EXPERIMENT.cfg [options]\n"
+    "\n"
+    "Translates raw text with the model trained by `intrus train EXPERIMENT.cfg`: the run\n"
+    "directory's BPE codes, vocabulary and checkpoint; beam search as the experiment's\n"
+    "`search` group says (default beam 4, alpha 1, at most 2*|src|+3 tokens).\n"
+    "\n"
+    "Options:\n"
+    "  -o, --run-dir DIR      the training run (default: runs/<experiment name>)\n"
+    "  -i, --input FILE       raw source text, one sentence per line (default: stdin;\n"
+    "                         .gz accepted)\n"
+    "  -O, --output FILE      detokenised translations (default: stdout)\n"
+    "  -c, --checkpoint FILE  (default: RUN_DIR/checkpoint.ckpt)\n"
+    "  -b, --beam N           override the beam size\n"
+    "  -t, --trace DIR        insertion models: write how each output was written to DIR:\n"
+    "                         trace.txt (every sentence's states, one line per step),\n"
+    "                         order.tsv (the relative generation index of every output\n"
+    "                         token) and sentence-N.png / .svg pictures\n"
+    "      --trace-pictures N pictures for the first N sentences (default 10; 0 = none)\n"
+    "  -p, --plugin-path DIRS colon-separated plugin directories searched first\n"
+    "  -q, --quiet            no progress lines\n"
+    "  -h, --help             this help\n";
+
+/* Writes a memory stream's contents to path atomically and closes the stream. */
+static enum intrus_status flush_memstream(FILE *f, char **buf, size_t *len, const char *path,
+                                          struct intrus_error *err) {
+  if (fclose(f) != 0) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  enum intrus_status st = intrus_file_write_atomic(path, *buf, *len, err);
+  free(*buf);
+  *buf = NULL;
+  return st;
+}
+
+/* Decoding order of every line: DIR/trace.txt, DIR/order.tsv, and pictures of the first
+ * `pictures` lines. */
+static enum intrus_status write_traces(const char *dir, const struct dataset *data,
+                                       const struct intrus_ins_hyp *traj, size_t n, long pictures,
+                                       struct intrus_error *err) {
+  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot create directory: %s", dir,
+                            strerror(errno));
+  char *tbuf = NULL, *obuf = NULL, path[4200];
+  size_t tlen = 0, olen = 0;
+  FILE *text = open_memstream(&tbuf, &tlen), *order = open_memstream(&obuf, &olen);
+  enum intrus_status st = INTRUS_OK;
+  if (!text || !order) {
+    if (text) fclose(text);
+    if (order) fclose(order);
+    free(tbuf);
+    free(obuf);
+    return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  }
+  fprintf(order, "sentence\tposition\ttoken\tstep\trelative_index\n");
+  for (size_t i = 0; i < n && !st; i++) {
+    const struct intrus_ins_hyp *h = &traj[i];
+    const char **words = malloc((size_t)(h->len ? h->len : 1) * sizeof *words);
+    double *rel = malloc((size_t)(h->len ? h->len : 1) * sizeof *rel);
+    int *when = malloc((size_t)(h->len ? h->len : 1) * sizeof *when);
+    if (!words || !rel || !when) {
+      st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+    } else {
+      for (int t = 0; t < h->len; t++) {
+        const char *w = intrus_vocab_token(data->tgt_vocab, h->steps[t].token);
+        words[t] = w ? w : "<unk>";
+      }
+      struct intrus_trace tr = {.len = h->len, .steps = h->steps, .words = words};
+      st = intrus_trace_write_text(text, NULL, (int)i + 1, &tr, err);
+      intrus_trace_relative_index(&tr, rel, when);
+      for (int j = 0; j < h->len && !st; j++) {
+        const char *w = intrus_vocab_token(data->tgt_vocab, h->tokens[j]);
+        fprintf(order, "%zu\t%d\t%s\t%d\t%.4f\n", i + 1, j + 1, w ? w : "<unk>", when[j],
+                rel[j]);
+      }
+      for (const char *ext = ".png"; !st && (long)i < pictures && ext;
+           ext = strcmp(ext, ".png") == 0 ? ".svg" : NULL) {
+        snprintf(path, sizeof path, "%s/sentence-%zu%s", dir, i + 1, ext);
+        st = intrus_trace_draw(path, &tr, err);
+      }
+    }
+    free(words);
+    free(rel);
+    free(when);
+  }
+  snprintf(path, sizeof path, "%s/trace.txt", dir);
+  enum intrus_status st2 = flush_memstream(text, &tbuf, &tlen, path, err);
+  if (!st) st = st2;
+  snprintf(path, sizeof path, "%s/order.tsv", dir);
+  st2 = flush_memstream(order, &obuf, &olen, path, st ? NULL : err);
+  return st ? st : st2;
+}
+
+static enum intrus_status write_lines(const char *path, char *const *lines, size_t n,
+                                      struct intrus_error *err) {
+  size_t len = 0;
+  for (size_t i = 0; i < n; i++) len += strlen(lines[i]) + 1;
+  char *buf = malloc(len ? len : 1), *p = buf;
+  if (!buf) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    size_t k = strlen(lines[i]);
+    memcpy(p, lines[i], k);
+    p[k] = '\n';
+    p += k + 1;
+  }
+  enum intrus_status st = intrus_file_write_atomic(path, buf, len, err);
+  free(buf);
+  return st;
+}
+
+int intrus_cmd_decode(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"run-dir", required_argument, NULL, 'o'},     {"input", required_argument, NULL, 'i'},
+      {"output", required_argument, NULL, 'O'},      {"checkpoint", required_argument, NULL, 'c'},
+      {"beam", required_argument, NULL, 'b'},        {"plugin-path", required_argument, NULL, 'p'},
+      {"quiet", no_argument, NULL, 'q'},             {"help", no_argument, NULL, 'h'},
+      {"trace", required_argument, NULL, 't'},       {"trace-pictures", required_argument, NULL, 'P'},
+      {NULL, 0, NULL, 0}};
+  const char *trace_dir = NULL;
+  long pictures = 10;
+  const char *run_dir_arg = NULL, *input = "/dev/stdin", *output = NULL, *ckpt_arg = NULL,
+             *plugin_path = NULL;
+  long beam = 0;
+  bool quiet = false;
+  int c;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "o:i:O:c:b:p:t:qh", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'o': run_dir_arg = optarg; break;
+    case 'i': input = optarg; break;
+    case 'O': output = optarg; break;
+    case 'c': ckpt_arg = optarg; break;
+    case 'b': {
+      char *end;
+      beam = strtol(optarg, &end, 10);
+      if (*end || beam < 1 || beam > 1024) {
+        fprintf(stderr, "intrus decode: --beam wants an integer in 1..1024, got '%s'\n", optarg);
+        return INTRUS_EXIT_USAGE;
+      }
+      break;
+    }
+    case 'p': plugin_path = optarg; break;
+    case 't': trace_dir = optarg; break;
+    case 'P': {
+      char *end;
+      pictures = strtol(optarg, &end, 10);
+      if (*end || pictures < 0) {
+        fprintf(stderr, "intrus decode: --trace-pictures wants a count >= 0, got '%s'\n", optarg);
+        return INTRUS_EXIT_USAGE;
+      }
+      break;
+    }
+    case 'q': quiet = true; break;
+    case 'h': fputs(decode_usage, stdout); return INTRUS_EXIT_OK;
+    default: fputs(decode_usage, stderr); return INTRUS_EXIT_USAGE;
+    }
+  }
+  if (optind != argc - 1) {
+    fprintf(stderr, "intrus decode: expected one experiment file\n%s", decode_usage);
+    return INTRUS_EXIT_USAGE;
+  }
+  struct intrus_error err = {0};
+  struct intrus_config *cfg = intrus_config_load_file(argv[optind], &err);
+  if (!cfg) return intrus_cli_fail("decode", &err);
+  char ckpt[4200];
+  struct cli_experiment x = {0};
+  struct translator t = {0};
+  char **lines = NULL, **out = NULL;
+  struct intrus_ins_hyp *traj = NULL;
+  size_t n = 0;
+  enum intrus_status st;
+  if ((st = intrus_cli_experiment(cfg, run_dir_arg, plugin_path, &x, &err))) goto done;
+  snprintf(ckpt, sizeof ckpt, "%s", ckpt_arg ? ckpt_arg : "");
+  if (!ckpt_arg) snprintf(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", x.run_dir);
+  if ((st = translator_open(cfg, x.run_dir, ckpt, x.search, &t, &err))) goto done;
+  if (beam) t.beam.beam = (int)beam;
+  if (trace_dir && !intrus_model_is_insertion(t.model)) {
+    st = intrus_error_set(&err, INTRUS_ERR_INVALID,
+                          "--trace: %s's decoder writes left to right or right to left; "
+                          "decoding orders come from insertion models (decoder \"insertion\")",
+                          argv[optind]);
+    goto done;
+  }
+  if ((st = intrus_lines_read(input, &lines, &n, &err))) goto done;
+  if (trace_dir && !(traj = calloc(n ? n : 1, sizeof *traj))) {
+    st = intrus_error_set(&err, INTRUS_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  if ((st = translator_run(&t, lines, n, quiet ? NULL : stderr, &out, traj, &err)) ||
+      (trace_dir && (st = write_traces(trace_dir, &t.data, traj, n, pictures, &err))))
+    goto done;
+  if (output) {
+    st = write_lines(output, out, n, &err);
+  } else {
+    for (size_t i = 0; i < n; i++) printf("%s\n", out[i]);
+    if (fflush(stdout) != 0)
+      st = intrus_error_set(&err, INTRUS_ERR_IO, "cannot write the output: %s", strerror(errno));
+  }
+done:
+  if (traj)
+    for (size_t i = 0; i < n; i++) intrus_ins_hyp_free(&traj[i]);
+  free(traj);
+  if (lines) intrus_lines_free(lines, n);
+  dataset_lines_free(out, n);
+  translator_close(&t);
+  intrus_plugin_search_free(x.search);
+  intrus_config_free(cfg);
+  return st ? intrus_cli_fail("decode", &err) : INTRUS_EXIT_OK;
+}
+
+enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_dir,
+                                   const struct intrus_plugin_search *search, FILE *progress,
+                                   struct run_scores *rs, struct intrus_error *err) {
+  struct translator t = {0};
+  struct intrus_parallel_text test = {0};
+  char **hyps = NULL;
+  char ckpt[4200], src[4200], tgt[4200], path[4200];
+  const intrus_cfg *eval = NULL, *bleu = NULL;
+  enum intrus_status st;
+  memset(rs, 0, sizeof *rs);
+  snprintf(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", run_dir);
+  if ((st = intrus_cfg_group(intrus_config_root(cfg), "eval", &eval, err)) ||
+      (eval && (st = intrus_cfg_group(eval, "bleu", &bleu, err))) ||
+      (eval && (st = intrus_cfg_check_unknown(eval, err))) ||
+      (st = translator_open(cfg, run_dir, ckpt, search, &t, err)))
+    goto done;
+  dataset_split_path(&t.data, "test", t.data.src_lang, src, sizeof src);
+  dataset_split_path(&t.data, "test", t.data.tgt_lang, tgt, sizeof tgt);
+  if ((st = intrus_parallel_read(src, tgt, &test, err))) goto done;
+  if (progress) fprintf(progress, "decoding the test set (%zu sentences, beam %d)\n", test.n, t.beam.beam);
+  if ((st = translator_run(&t, test.src, test.n, progress, &hyps, NULL, err))) goto done;
+  snprintf(path, sizeof path, "%s/test.hyp", run_dir);
+  if ((st = write_lines(path, hyps, test.n, err)) ||
+      (st = score_corpus(search, "bleu", bleu, hyps, test.tgt, test.n, &rs->bleu, err)))
+    goto done;
+  rs->sentences = test.n;
+  snprintf(rs->hyp_path, sizeof rs->hyp_path, "%s", path);
+done:
+  dataset_lines_free(hyps, test.n);
+  intrus_parallel_free(&test);
+  translator_close(&t);
+  return st;
+}

@@ -1,0 +1,207 @@
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "intrus/checkpoint.h"
+#include "model/insertion_model.h"
+#include "translate.h"
+
+enum intrus_status translator_read_search(const intrus_cfg *root, struct translator *t,
+                                          struct intrus_error *err) {
+  const intrus_cfg *g;
+  long long beam, b, batch_tokens;
+  double alpha, a;
+  enum intrus_status st;
+  t->beam = intrus_beam_defaults();
+  t->batch_tokens = 2000;
+  if ((st = intrus_cfg_group(root, "search", &g, err))) return st;
+  if (!g) return INTRUS_OK;
+  if ((st = intrus_cfg_int_range(g, "beam", t->beam.beam, 1, 1024, &beam, err)) ||
+      (st = intrus_cfg_double_range(g, "alpha", t->beam.alpha, 0.0, 10.0, &alpha, err)) ||
+      (st = intrus_cfg_double_range(g, "max_len_a", t->beam.max_len_a, 0.0, 100.0, &a, err)) ||
+      (st = intrus_cfg_int_range(g, "max_len_b", t->beam.max_len_b, 0, 10000, &b, err)) ||
+      (st = intrus_cfg_int_range(g, "batch_tokens", t->batch_tokens, 1, 1 << 24, &batch_tokens,
+                                 err)) ||
+      (st = intrus_cfg_bool(g, "prune", t->beam.prune, &t->beam.prune, err)) ||
+      (st = intrus_cfg_bool(g, "finish_in_beam", t->beam.finish_in_beam,
+                            &t->beam.finish_in_beam, err)) ||
+      (st = intrus_cfg_check_unknown(g, err)))
+    return st;
+  t->beam.beam = (int)beam;
+  t->beam.alpha = (float)alpha;
+  t->beam.max_len_a = (float)a;
+  t->beam.max_len_b = (int)b;
+  t->batch_tokens = batch_tokens;
+  return INTRUS_OK;
+}
+
+enum intrus_status translator_open(struct intrus_config *cfg, const char *run_dir,
+                                   const char *ckpt_path,
+                                   const struct intrus_plugin_search *search,
+                                   struct translator *t, struct intrus_error *err) {
+  memset(t, 0, sizeof *t);
+  const intrus_cfg *root = intrus_config_root(cfg), *data_cfg, *model_cfg;
+  long long seed;
+  enum intrus_status st;
+  if ((st = intrus_cfg_int_range(root, "seed", 1, 0, INT64_MAX, &seed, err)) ||
+      (st = intrus_cfg_group_req(root, "data", &data_cfg, err)) ||
+      (st = dataset_configure(&t->data, data_cfg, intrus_config_filename(cfg), err)) ||
+      (st = intrus_cfg_group_req(root, "model", &model_cfg, err)) ||
+      (st = translator_read_search(root, t, err)))
+    return st;
+  if (t->data.kind != DATA_PARALLEL)
+    return intrus_error_set(err, INTRUS_ERR_CONFIG,
+                            "%s: decoding needs text data (data.kind = \"parallel\")",
+                            intrus_config_filename(cfg));
+  if ((st = dataset_load_pipeline(&t->data, run_dir, err)) ||
+      (st = intrus_model_create(model_cfg, search, t->data.src_vocab_size,
+                                t->data.tgt_vocab_size, (uint64_t)seed, &t->model, err)))
+    return st;
+  static const char *const fp_paths[] = {"data", "model"};
+  uint64_t fp = intrus_config_fingerprint(cfg, fp_paths, 2), vocab_fp = 0;
+  struct intrus_ckpt *ck;
+  if ((st = intrus_ckpt_read(ckpt_path, true, fp, &ck, err))) return st;
+  st = intrus_ckpt_get_params(ck, intrus_model_params(t->model), false, err);
+  if (!st && (!intrus_ckpt_u64(ck, "vocab", &vocab_fp) || vocab_fp != t->data.vocab_fingerprint))
+    st = intrus_error_set(err, INTRUS_ERR_FORMAT,
+                          "%s: written with another vocabulary than the one in %s", ckpt_path,
+                          run_dir);
+  intrus_ckpt_free(ck);
+  return st;
+}
+
+void translator_close(struct translator *t) {
+  intrus_model_destroy(t->model);
+  dataset_free(&t->data);
+  memset(t, 0, sizeof *t);
+}
+
+enum intrus_status translator_run(struct translator *t, char *const *lines, size_t n,
+                                  FILE *progress, char ***out, struct intrus_ins_hyp *traj,
+                                  struct intrus_error *err) {
+  return translate_lines(t->model, &t->data, &t->beam, t->batch_tokens, lines, n, progress,
+                         out, traj, err);
+}
+
+/* Insertion beam search over one batch: results[k] for sentence k of sb. */
+static enum intrus_status insertion_batch(struct intrus_model *model, intrus_ctx *scratch,
+                                          const struct intrus_src_batch *sb,
+                                          const struct intrus_beam_opts *beam,
+                                          struct intrus_ins_hyp *hyps,
+                                          struct intrus_ins_search_stats *stats,
+                                          struct intrus_error *err) {
+  struct ins_model_scorer sc;
+  int *max_steps = malloc((size_t)sb->batch * sizeof *max_steps);
+  if (!max_steps) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  for (int b = 0; b < sb->batch; b++) {
+    int srclen = sb->lens ? sb->lens[b] : sb->len;
+    max_steps[b] = (int)(beam->max_len_a * srclen) + beam->max_len_b;
+    if (max_steps[b] < 0) max_steps[b] = 0;
+  }
+  struct intrus_ins_search_opts o = {.beam = beam->beam, .alpha = beam->alpha,
+                                     .prune = beam->prune,
+                                     .finish_in_beam = beam->finish_in_beam,
+                                     .canonical = intrus_model_canonical(model)};
+  enum intrus_status st = ins_scorer_open(&sc, model, scratch, sb, err);
+  if (!st) st = intrus_ins_beam_search(&sc.sc, sb->batch, max_steps, &o, hyps, stats, err);
+  ins_scorer_close(&sc);
+  free(max_steps);
+  return st;
+}
+
+enum intrus_status translate_lines(struct intrus_model *model, struct dataset *data,
+                                   const struct intrus_beam_opts *beam, long batch_tokens,
+                                   char *const *lines, size_t n, FILE *progress, char ***out,
+                                   struct intrus_ins_hyp *traj, struct intrus_error *err) {
+  char **seg = NULL, **res = calloc(n ? n : 1, sizeof *res);
+  struct intrus_corpus *c = NULL;
+  struct intrus_batcher *b = NULL;
+  intrus_ctx *ctx = NULL, *scratch = NULL;
+  struct intrus_str s = {0};
+  bool insertion = intrus_model_is_insertion(model);
+  struct intrus_ins_search_stats stats = {0};
+  enum intrus_status st;
+  if (!res) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  if ((st = dataset_segment(data, 0, lines, n, &seg, err)) ||
+      (st = intrus_corpus_encode((const char *const *)seg, NULL, n, data->src_vocab, NULL, NULL,
+                                 &c, err)))
+    goto done;
+  b = intrus_batcher_create_sorted(c, batch_tokens);
+  ctx = intrus_ctx_create(0);
+  intrus_ctx_set_training(ctx, false);
+  if (insertion) scratch = intrus_ctx_create(0);
+  bool reverse = intrus_model_direction(model) < 0;
+  size_t nb = intrus_batcher_epoch_size(b, 0), done_sent = 0;
+  time_t last = time(NULL);
+  for (size_t i = 0; i < nb; i++) {
+    const int32_t *idx;
+    int count = intrus_batcher_get(b, 0, i, &idx);
+    intrus_ctx_reset(ctx);
+    struct intrus_src_batch sb;
+    intrus_corpus_fill_batch(c, ctx, idx, count, &sb, NULL);
+    if (insertion) {
+      struct intrus_ins_hyp *h = calloc((size_t)count, sizeof *h);
+      if (!h) {
+        st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+        goto done;
+      }
+      st = insertion_batch(model, scratch, &sb, beam, h, &stats, err);
+      for (int k = 0; k < count && !st; k++) {
+        size_t line = (size_t)c->line[idx[k]];
+        dataset_detok(data, h[k].tokens, h[k].len, false, &s);
+        res[line] = strdup(s.s ? s.s : "");
+        if (traj) {
+          traj[line] = h[k];
+          memset(&h[k], 0, sizeof h[k]);
+        }
+      }
+      for (int k = 0; k < count; k++) intrus_ins_hyp_free(&h[k]);
+      free(h);
+      if (st) goto done;
+    } else {
+      struct intrus_beam_result *r = calloc((size_t)count, sizeof *r);
+      if (!r) {
+        st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+        goto done;
+      }
+      st = intrus_beam_search(model, ctx, &sb, beam, r, err);
+      for (int k = 0; k < count && !st; k++) {
+        dataset_detok(data, r[k].tokens, r[k].len, reverse, &s);
+        res[c->line[idx[k]]] = strdup(s.s ? s.s : "");
+      }
+      for (int k = 0; k < count; k++) free(r[k].tokens);
+      free(r);
+      if (st) goto done;
+    }
+    done_sent += (size_t)count;
+    if (progress && (time(NULL) - last >= 10 || i + 1 == nb)) {
+      fprintf(progress, "decoded %zu/%zu sentences\n", done_sent, n);
+      fflush(progress);
+      last = time(NULL);
+    }
+  }
+  for (size_t i = 0; i < n; i++)
+    if (!res[i]) res[i] = strdup("");
+  if (insertion && progress && n) {
+    fprintf(progress,
+            "insertion search: %.1f s decoder (positions), %.1f s token softmax, %.1f s "
+            "selection; token softmax at %ld of %ld slots (%.1f%%)\n",
+            stats.positions_s, stats.tokens_s, stats.select_s, stats.slots_scored,
+            stats.slots_total, 100.0 * stats.slots_scored / (stats.slots_total ? stats.slots_total : 1));
+    fflush(progress);
+  }
+done:
+  intrus_str_free(&s);
+  intrus_ctx_destroy(ctx);
+  intrus_ctx_destroy(scratch);
+  intrus_batcher_free(b);
+  intrus_corpus_free(c);
+  dataset_lines_free(seg, n);
+  if (st) {
+    for (size_t i = 0; i < n; i++) free(res[i]);
+    free(res);
+  } else {
+    *out = res;
+  }
+  return st;
+}

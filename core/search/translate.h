@@ -1,0 +1,50 @@
+/* A trained model with its text pipeline, ready to translate raw lines: what
+ * `intrus decode` and `intrus run` share. */
+#ifndef INTRUS_TRANSLATE_H
+#define INTRUS_TRANSLATE_H
+
+#include <stdio.h>
+
+#include "text/dataset.h"
+#include "intrus/model.h"
+#include "intrus/insertion.h"
+#include "intrus/search.h"
+
+struct translator {
+  struct dataset data;
+  struct intrus_model *model;
+  struct intrus_beam_opts beam;
+  long batch_tokens;
+};
+
+/* Reads the experiment's `data`, `model` and optional `search` group
+ *   search: { beam = 4; alpha = 1.0; max_len_a = 2.0; max_len_b = 3; batch_tokens = 2000;
+ *             prune = true (insertion models: exact pruning of the token softmax) };
+ * loads the run directory's BPE codes and vocabularies, and the checkpoint ckpt_path
+ * (refused if it was written for another model configuration or vocabulary). */
+enum intrus_status translator_open(struct intrus_config *cfg, const char *run_dir,
+                                   const char *ckpt_path,
+                                   const struct intrus_plugin_search *search,
+                                   struct translator *t, struct intrus_error *err);
+void translator_close(struct translator *t);
+
+/* Reads (and checks) only the optional `search` group into t->beam / t->batch_tokens;
+ * training calls it so that a typo there fails before hours of training, not after. */
+enum intrus_status translator_read_search(const intrus_cfg *root, struct translator *t,
+                                          struct intrus_error *err);
+
+/* Translates n raw lines; *out gets n malloc'd detokenised lines (dataset_lines_free). */
+/* traj: NULL, or n entries that receive each line's insertion trajectory when the
+ * model is an insertion model (free each with intrus_ins_hyp_free; untouched
+ * otherwise). */
+enum intrus_status translator_run(struct translator *t, char *const *lines, size_t n,
+                                  FILE *progress, char ***out, struct intrus_ins_hyp *traj,
+                                  struct intrus_error *err);
+
+/* The same for any model and text pipeline (training uses it for validation BLEU). */
+enum intrus_status translate_lines(struct intrus_model *model, struct dataset *data,
+                                   const struct intrus_beam_opts *beam, long batch_tokens,
+                                   char *const *lines, size_t n, FILE *progress, char ***out,
+                                   struct intrus_ins_hyp *traj, struct intrus_error *err);
+
+#endif

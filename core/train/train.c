@@ -1,0 +1,496 @@
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "intrus/checkpoint.h"
+#include "intrus/model.h"
+#include "intrus/optim.h"
+#include "intrus/rng.h"
+#include "intrus/train.h"
+#include "text/dataset.h"
+#include "eval/score.h"
+#include "train_phases.h"
+#include "search/translate.h"
+
+struct train_cfg {
+  long steps, log_every, valid_every, checkpoint_every, batch_tokens, valid_bleu;
+  long bleu_every;  /* steps between validation BLEU decodes (a multiple of valid_every) */
+  int valid_beam;   /* beam of the validation decodes (0: the search group's) */
+  int batch;
+  bool has_phases;
+  float label_smoothing;
+  struct intrus_adam adam;
+};
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t,
+                                     struct intrus_error *err) {
+  const intrus_cfg *g;
+  long long steps, batch, batch_tokens, valid_bleu, warmup, log_every, valid_every, ckpt_every;
+  long long bleu_every, valid_beam;
+  double lr, clip, smoothing, beta1, beta2;
+  enum intrus_status st;
+  if ((st = intrus_cfg_group_req(root, "train", &g, err))) return st;
+  t->has_phases = intrus_cfg_has(g, "phases");
+  if (t->has_phases && intrus_cfg_has(g, "steps"))
+    return intrus_cfg_error(g, "steps", err,
+                            "not with train.phases: each phase gives its own steps");
+  if (t->has_phases) intrus_cfg_mark_read(g, "phases");
+  if ((st = intrus_cfg_int_range(g, "steps", 1000, 1, 1LL << 40, &steps, err)) ||
+      (st = intrus_cfg_int_range(g, "batch", 32, 1, 1 << 20, &batch, err)) ||
+      (st = intrus_cfg_int_range(g, "batch_tokens", 4000, 1, 1 << 24, &batch_tokens, err)) ||
+      (st = intrus_cfg_double_range(g, "lr", 1.4e-3, 0.0, 10.0, &lr, err)) ||
+      (st = intrus_cfg_int_range(g, "warmup", 16000, 0, 1LL << 40, &warmup, err)) ||
+      (st = intrus_cfg_double_range(g, "beta1", 0.9, 0.0, 0.999999, &beta1, err)) ||
+      (st = intrus_cfg_double_range(g, "beta2", 0.998, 0.0, 0.999999, &beta2, err)) ||
+      (st = intrus_cfg_double_range(g, "clip", 0.0, 0.0, 1e9, &clip, err)) ||
+      (st = intrus_cfg_double_range(g, "label_smoothing", 0.0, 0.0, 0.99, &smoothing, err)) ||
+      (st = intrus_cfg_int_range(g, "log_every", 100, 1, 1LL << 40, &log_every, err)) ||
+      (st = intrus_cfg_int_range(g, "valid_every", 1000, 1, 1LL << 40, &valid_every, err)) ||
+      (st = intrus_cfg_int_range(g, "checkpoint_every", 1000, 1, 1LL << 40, &ckpt_every, err)) ||
+      (st = intrus_cfg_int_range(g, "valid_bleu", 200, 0, 1 << 20, &valid_bleu, err)) ||
+      (st = intrus_cfg_int_range(g, "valid_bleu_every", valid_every, 1, 1LL << 40, &bleu_every,
+                                 err)) ||
+      (st = intrus_cfg_int_range(g, "valid_beam", 0, 0, 1024, &valid_beam, err)) ||
+      (st = intrus_cfg_check_unknown(g, err)))
+    return st;
+  if (bleu_every % valid_every)
+    return intrus_cfg_error(g, "valid_bleu_every", err,
+                            "must be a multiple of valid_every (%lld), got %lld", valid_every,
+                            bleu_every);
+  t->bleu_every = bleu_every;
+  t->valid_beam = (int)valid_beam;
+  t->steps = steps;
+  t->batch = (int)batch;
+  t->batch_tokens = batch_tokens;
+  t->valid_bleu = valid_bleu;
+  t->log_every = log_every;
+  t->valid_every = valid_every;
+  t->checkpoint_every = ckpt_every;
+  t->label_smoothing = (float)smoothing;
+  t->adam = intrus_adam_defaults();
+  t->adam.base_lr = (float)lr;
+  t->adam.warmup = (int)warmup;
+  t->adam.beta1 = (float)beta1;
+  t->adam.beta2 = (float)beta2;
+  t->adam.clip_norm = (float)clip;
+  return INTRUS_OK;
+}
+
+struct valid_acc {
+  struct intrus_model *m;
+  intrus_ctx *ctx, *scratch;
+  const struct ins_train_spec *ins; /* insertion models: the validation policy */
+  uint64_t seed;
+  long batches;
+  struct intrus_train_opts opts;
+  double sum;
+  long tokens;
+};
+
+static enum intrus_status valid_batch(const struct intrus_src_batch *src,
+                                      const struct intrus_tgt_batch *tgt, void *user,
+                                      struct intrus_error *err) {
+  struct valid_acc *a = user;
+  struct intrus_loss_out out;
+  enum intrus_status st =
+      a->ins ? ins_train_loss(a->m, a->ctx, a->scratch, src, tgt, a->ins,
+                              intrus_hash64(a->seed ^ 0x7a11dULL, (uint64_t)a->batches++), &out,
+                              err)
+             : intrus_model_loss(a->m, a->ctx, src, tgt, &a->opts, &out, err);
+  if (st) return st;
+  a->sum += out.nll_sum;
+  a->tokens += out.tokens;
+  return INTRUS_OK;
+}
+
+/* Per-token validation loss (no label smoothing, no dropout). */
+static enum intrus_status validate(struct intrus_model *m, intrus_ctx *ctx, intrus_ctx *scratch,
+                                   const struct train_phases *ph, struct dataset *d,
+                                   const struct train_cfg *t, uint64_t seed, double *loss,
+                                   struct intrus_error *err) {
+  struct valid_acc a = {.m = m, .ctx = ctx, .scratch = scratch, .ins = ph->count ? &ph->valid : NULL,
+                        .seed = seed, .opts = {.direction = intrus_model_direction(m)}};
+  intrus_ctx_set_training(ctx, false);
+  intrus_ctx_set_grad(ctx, false);
+  enum intrus_status st =
+      dataset_valid_batches(d, ctx, seed, t->batch, t->batch_tokens, valid_batch, &a, err);
+  intrus_ctx_set_grad(ctx, true);
+  *loss = a.tokens ? a.sum / a.tokens : 0.0;
+  return st;
+}
+
+/* Whether validation measures BLEU at all: text data and train.valid_bleu > 0. */
+static bool bleu_measured(const struct dataset *d, const struct train_cfg *t) {
+  return d->kind == DATA_PARALLEL && t->valid_bleu > 0;
+}
+
+/* BLEU of the first train.valid_bleu validation sentences, decoded with the search
+ * settings; NAN when not bleu_measured(). */
+static enum intrus_status validate_bleu(struct intrus_model *m, struct dataset *d,
+                                        const struct train_cfg *t, const struct translator *search,
+                                        const struct intrus_plugin_search *plugins,
+                                        const intrus_cfg *bleu_cfg, double *bleu,
+                                        struct intrus_error *err) {
+  *bleu = NAN;
+  if (!bleu_measured(d, t)) return INTRUS_OK;
+  size_t n = d->valid_text.n < (size_t)t->valid_bleu ? d->valid_text.n : (size_t)t->valid_bleu;
+  char **hyps;
+  struct intrus_beam_opts beam = search->beam;
+  if (t->valid_beam > 0) beam.beam = t->valid_beam;
+  enum intrus_status st = translate_lines(m, d, &beam, search->batch_tokens,
+                                          d->valid_text.src, n, NULL, &hyps, NULL, err);
+  if (st) return st;
+  struct score_result r;
+  st = score_corpus(plugins, "bleu", bleu_cfg, hyps, d->valid_text.tgt, n, &r, err);
+  dataset_lines_free(hyps, n);
+  if (!st) *bleu = r.values[0];
+  return st;
+}
+
+static enum intrus_status make_dir(const char *dir, struct intrus_error *err) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s", dir);
+  for (char *p = path + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+      return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot create directory: %s", path,
+                              strerror(errno));
+    *p = '/';
+  }
+  if (mkdir(path, 0777) != 0 && errno != EEXIST)
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot create directory: %s", path,
+                            strerror(errno));
+  return INTRUS_OK;
+}
+
+/* Where a phased run stands (saved with every checkpoint, so a resumed run continues
+ * the same phase with the same schedule). */
+struct phase_state {
+  long cur, start, sched_start, stale;
+  double best;
+};
+
+static enum intrus_status put_phase_state(struct intrus_ckpt_writer *w,
+                                          const struct phase_state *ps,
+                                          struct intrus_error *err) {
+  uint64_t best_bits;
+  memcpy(&best_bits, &ps->best, sizeof best_bits);
+  enum intrus_status st;
+  if ((st = intrus_ckpt_put_u64(w, "phase", (uint64_t)ps->cur, err)) ||
+      (st = intrus_ckpt_put_u64(w, "phase_start", (uint64_t)ps->start, err)) ||
+      (st = intrus_ckpt_put_u64(w, "sched_start", (uint64_t)ps->sched_start, err)) ||
+      (st = intrus_ckpt_put_u64(w, "phase_stale", (uint64_t)ps->stale, err)) ||
+      (st = intrus_ckpt_put_u64(w, "phase_best", best_bits, err)))
+    return st;
+  return INTRUS_OK;
+}
+
+static enum intrus_status save_checkpoint(const char *path, uint64_t fp,
+                                          struct intrus_model *m, long step, double last_loss,
+                                          double best, uint64_t vocab_fp,
+                                          const struct phase_state *ps, double train_s,
+                                          struct intrus_error *err) {
+  uint64_t loss_bits, best_bits;
+  memcpy(&loss_bits, &last_loss, sizeof loss_bits);
+  memcpy(&best_bits, &best, sizeof best_bits);
+  struct intrus_ckpt_writer *w;
+  enum intrus_status st = intrus_ckpt_begin(path, fp, &w, err);
+  if (st) return st;
+  if ((st = intrus_ckpt_put_params(w, intrus_model_params(m), true, err)) ||
+      (st = intrus_ckpt_put_u64(w, "step", (uint64_t)step, err)) ||
+      (st = intrus_ckpt_put_u64(w, "last_loss", loss_bits, err)) ||
+      (st = intrus_ckpt_put_u64(w, "vocab", vocab_fp, err)) ||
+      (st = intrus_ckpt_put_u64(w, "best", best_bits, err)) ||
+      (st = intrus_ckpt_put_u64(w, "train_ms", (uint64_t)llround(fmax(train_s, 0.0) * 1e3), err)) ||
+      (st = put_phase_state(w, ps, err))) {
+    intrus_ckpt_abort(w);
+    return st;
+  }
+  return intrus_ckpt_commit(w, err);
+}
+
+/* After a step of a phased run: updates the phase's plateau count with the validation
+ * score (NAN when there was none) and moves to the next phase when this one is over
+ * (restarting Adam's moments and the schedule when the next phase asks for it).
+ * Returns true when the phase changed. */
+static bool advance_phase(const struct train_phases *ph, struct phase_state *ps, long step,
+                          double score, struct intrus_params *params, FILE *progress) {
+  const struct train_phase *p = &ph->phase[ps->cur];
+  bool plateaued = false;
+  if (!isnan(score) && p->plateau) {
+    if (score > ps->best) {
+      ps->best = score;
+      ps->stale = 0;
+    } else if (++ps->stale >= p->patience) {
+      plateaued = true;
+    }
+  }
+  if (!plateaued && step - ps->start < p->steps) return false;
+  if (progress)
+    fprintf(progress, "phase %s ended at step %ld (%s)\n", p->name, step,
+            plateaued ? "validation stopped improving" : "its steps are done");
+  ps->cur++;
+  ps->start = step;
+  ps->stale = 0;
+  ps->best = -INFINITY;
+  if (ps->cur < ph->count && ph->phase[ps->cur].restart_optimizer) {
+    intrus_params_zero_moments(params);
+    ps->sched_start = step;
+  }
+  if (progress && ps->cur < ph->count)
+    fprintf(progress, "phase %s begins at step %ld\n", ph->phase[ps->cur].name, step);
+  return true;
+}
+
+static void format_eta(char *buf, size_t n, double s) {
+  if (!isfinite(s) || s < 0) s = 0;
+  long t = (long)(s + 0.5);
+  snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+}
+
+enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_train_options *opt,
+                                struct intrus_train_result *res, struct intrus_error *err) {
+  memset(res, 0, sizeof *res);
+  res->valid_bleu = NAN;
+  const intrus_cfg *root = intrus_config_root(cfg);
+  struct dataset data = {0};
+  struct translator search_check;
+  struct train_cfg tc;
+  long long seed;
+  const char *name, *plugin_path;
+  const intrus_cfg *model_cfg, *data_cfg;
+  struct intrus_model *model = NULL;
+  intrus_ctx *ctx = NULL, *scratch = NULL;
+  FILE *log = NULL;
+  struct train_phases ph = {0};
+  const intrus_cfg *train_cfg;
+  enum intrus_status st;
+  if ((st = intrus_cfg_string(root, "name", "experiment", &name, err)) ||
+      (st = intrus_cfg_int_range(root, "seed", 1, 0, INT64_MAX, &seed, err)) ||
+      (st = intrus_cfg_string(root, "plugin_path", "", &plugin_path, err)) ||
+      (st = intrus_cfg_group_req(root, "data", &data_cfg, err)) ||
+      (st = dataset_configure(&data, data_cfg, intrus_config_filename(cfg), err)) ||
+      (st = read_train(root, &tc, err)) ||
+      (st = intrus_cfg_group_req(root, "train", &train_cfg, err)) ||
+      (tc.has_phases && (st = train_phases_read(train_cfg, opt->search, &ph, err))) ||
+      (st = intrus_cfg_group_req(root, "model", &model_cfg, err)) ||
+      (st = make_dir(opt->run_dir, err)) ||
+      (st = dataset_prepare(&data, opt->run_dir, tc.batch_tokens, (uint64_t)seed, opt->progress,
+                            err)) ||
+      (st = intrus_model_create(model_cfg, opt->search, data.src_vocab_size, data.tgt_vocab_size,
+                                (uint64_t)seed, &model, err)) ||
+      (st = translator_read_search(root, &search_check, err)))
+    goto done;
+  if (intrus_model_is_insertion(model) != tc.has_phases) {
+    st = tc.has_phases
+             ? intrus_cfg_error(train_cfg, "phases", err,
+                                "phases (order policies) train insertion decoders; this "
+                                "model's decoder is not one")
+             : intrus_cfg_error(train_cfg, NULL, err,
+                                "an insertion decoder trains in phases: give train.phases "
+                                "(see docs/intrus.md)");
+    goto done;
+  }
+  const intrus_cfg *eval_cfg = NULL, *bleu_cfg = NULL;
+  if ((st = intrus_cfg_group(root, "eval", &eval_cfg, err)) ||
+      (eval_cfg && (st = intrus_cfg_group(eval_cfg, "bleu", &bleu_cfg, err))) ||
+      (eval_cfg && (st = intrus_cfg_check_unknown(eval_cfg, err))) ||
+      (st = intrus_cfg_check_unknown(root, err)))
+    goto done;
+
+  char path[4096];
+  snprintf(path, sizeof path, "%s/effective.cfg", opt->run_dir);
+  if ((st = intrus_config_write(cfg, path, err))) goto done;
+  static const char *const fp_paths[] = {"data", "model"};
+  uint64_t fp = intrus_config_fingerprint(cfg, fp_paths, 2);
+  char ckpt_path[4096];
+  snprintf(ckpt_path, sizeof ckpt_path, "%s/checkpoint.ckpt", opt->run_dir);
+
+  struct intrus_params *params = intrus_model_params(model);
+  long step = 0;
+  /* Best validation score so far: BLEU when it is measured, else minus the loss. */
+  double best = -INFINITY;
+  /* Wall seconds spent training (validation excluded) before this process, and by it. */
+  double train_before = 0.0, valid_time = 0.0;
+  struct phase_state ps = {.best = -INFINITY};
+  char best_path[4096];
+  snprintf(best_path, sizeof best_path, "%s/best.ckpt", opt->run_dir);
+  if (access(ckpt_path, F_OK) == 0) {
+    struct intrus_ckpt *ck;
+    uint64_t saved = 0, loss_bits = 0, vocab_fp = 0, best_bits = 0;
+    if ((st = intrus_ckpt_read(ckpt_path, true, fp, &ck, err))) goto done;
+    st = intrus_ckpt_get_params(ck, params, true, err);
+    if (!st && (!intrus_ckpt_u64(ck, "step", &saved) ||
+                !intrus_ckpt_u64(ck, "last_loss", &loss_bits) ||
+                !intrus_ckpt_u64(ck, "vocab", &vocab_fp) || !intrus_ckpt_u64(ck, "best", &best_bits)))
+      st = intrus_error_set(err, INTRUS_ERR_FORMAT,
+                            "%s: no 'step', 'last_loss', 'vocab' or 'best' record",
+                            ckpt_path);
+    else if (!st && vocab_fp != data.vocab_fingerprint)
+      st = intrus_error_set(err, INTRUS_ERR_FORMAT,
+                            "%s: written with another vocabulary than %s/vocab*.txt "
+                            "(fingerprint 0x%016llx, vocabulary 0x%016llx)",
+                            ckpt_path, opt->run_dir, (unsigned long long)vocab_fp,
+                            (unsigned long long)data.vocab_fingerprint);
+    else if (!st) {
+      memcpy(&res->last_loss, &loss_bits, sizeof loss_bits);
+      memcpy(&best, &best_bits, sizeof best);
+      uint64_t ms;
+      /* Checkpoints from before the record: the time before the resume is unknown. */
+      if (intrus_ckpt_u64(ck, "train_ms", &ms)) train_before = (double)ms / 1e3;
+      uint64_t v[5];
+      if (intrus_ckpt_u64(ck, "phase", &v[0]) && intrus_ckpt_u64(ck, "phase_start", &v[1]) &&
+          intrus_ckpt_u64(ck, "sched_start", &v[2]) && intrus_ckpt_u64(ck, "phase_stale", &v[3]) &&
+          intrus_ckpt_u64(ck, "phase_best", &v[4])) {
+        ps.cur = (long)v[0];
+        ps.start = (long)v[1];
+        ps.sched_start = (long)v[2];
+        ps.stale = (long)v[3];
+        memcpy(&ps.best, &v[4], sizeof ps.best);
+      }
+    }
+    intrus_ckpt_free(ck);
+    if (st) goto done;
+    step = (long)saved;
+    res->resumed_from = step;
+    if (opt->progress)
+      fprintf(opt->progress, "resuming %s from step %ld (%s)\n", name, step, ckpt_path);
+  }
+  snprintf(path, sizeof path, "%s/train.log", opt->run_dir);
+  if (!(log = fopen(path, step ? "a" : "w"))) {
+    st = intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    goto done;
+  }
+  if (!step) fprintf(log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n");
+
+  ctx = intrus_ctx_create(0);
+  if (ph.count) scratch = intrus_ctx_create(0);
+  struct intrus_train_opts topts = {.direction = intrus_model_direction(model),
+                                    .label_smoothing = tc.label_smoothing};
+  long stop = ph.count ? ph.total_steps : tc.steps;
+  /* A phased run that stopped after its last phase ended early is complete. */
+  if (ph.count && ps.cur >= ph.count) stop = step;
+  if (opt->max_steps > 0 && opt->max_steps < stop) stop = opt->max_steps;
+  double t0 = now_s(), window_t = t0, loss_sum = 0.0;
+  long tokens_total = 0, window_tokens = 0, window_steps = 0;
+  if (opt->progress)
+    fprintf(opt->progress, "training %s: %zu parameters, steps %ld..%ld\n", name,
+            intrus_params_numel(params), step, stop);
+  while (step < stop) {
+    intrus_ctx_reset(ctx);
+    intrus_ctx_set_training(ctx, true);
+    intrus_ctx_set_seed(ctx, (uint64_t)seed, (uint64_t)step);
+    struct intrus_src_batch sb;
+    struct intrus_tgt_batch tb;
+    dataset_train_batch(&data, ctx, (uint64_t)seed, step, tc.batch, &sb, &tb);
+    struct intrus_loss_out out;
+    if (ph.count)
+      st = ins_train_loss(model, ctx, scratch, &sb, &tb, &ph.phase[ps.cur].spec,
+                          intrus_hash64((uint64_t)seed, (uint64_t)step), &out, err);
+    else
+      st = intrus_model_loss(model, ctx, &sb, &tb, &topts, &out, err);
+    if (st) goto done;
+    intrus_params_zero_grad(params);
+    intrus_backward(ctx, out.loss);
+    intrus_adam_step(params, &tc.adam, step - ps.sched_start);
+    double loss = out.loss->data[0];
+    if (!isfinite(loss)) {
+      st = intrus_error_set(err, INTRUS_ERR_INVALID,
+                            "training diverged at step %ld (loss %g): lower train.lr", step, loss);
+      goto done;
+    }
+    step++;
+    res->last_loss = loss;
+    tokens_total += out.tokens;
+    window_tokens += out.tokens;
+    window_steps++;
+    loss_sum += loss;
+    if (opt->on_step) opt->on_step(step, loss, opt->user);
+    bool validate_now = step % tc.valid_every == 0 || step == stop;
+    bool bleu_now = validate_now && (step % tc.bleu_every == 0 || step == stop);
+    double vloss = NAN, vbleu = NAN, tv = now_s();
+    if (validate_now &&
+        ((st = validate(model, ctx, scratch, &ph, &data, &tc, (uint64_t)seed, &vloss, err)) ||
+         (bleu_now && (st = validate_bleu(model, &data, &tc, &search_check, opt->search,
+                                          bleu_cfg, &vbleu, err)))))
+      goto done;
+    /* The score best.ckpt and the plateau rule follow: BLEU where it is measured at all
+     * (validations without it then leave both alone), else minus the loss. */
+    double vscore = !validate_now ? NAN : bleu_measured(&data, &tc) ? vbleu : -vloss;
+    valid_time += now_s() - tv;
+    double train_s = train_before + now_s() - t0 - valid_time;
+    bool new_best = false;
+    if (!isnan(vscore) && vscore > best) {
+      best = vscore;
+      new_best = true;
+    }
+    if (step % tc.log_every == 0 || step == stop || validate_now) {
+      double t = now_s(), tps = window_tokens / fmax(t - window_t, 1e-9);
+      char eta[32];
+      format_eta(eta, sizeof eta, (stop - step) * (t - t0) / (double)(step - res->resumed_from));
+      if (opt->progress) {
+        fprintf(opt->progress, "step %ld/%ld  ", step, stop);
+        if (ph.count) fprintf(opt->progress, "[%s]  ", ph.phase[ps.cur].name);
+        fprintf(opt->progress, "loss %.4f  lr %.2e  %.0f tok/s  ETA %s", loss_sum / window_steps,
+                intrus_lr_at(&tc.adam, step - 1 - ps.sched_start), tps, eta);
+        if (validate_now) fprintf(opt->progress, "  valid %.4f", vloss);
+        if (!isnan(vbleu)) fprintf(opt->progress, "  BLEU %.2f", vbleu);
+        if (new_best) fprintf(opt->progress, "  (best)");
+        fputc('\n', opt->progress);
+        fflush(opt->progress);
+      }
+      fprintf(log, "%ld\t%.6f\t%.6g\t%.1f\t", step, loss_sum / window_steps,
+              intrus_lr_at(&tc.adam, step - 1 - ps.sched_start), tps);
+      if (validate_now) fprintf(log, "%.6f", vloss);
+      fputc('\t', log);
+      if (!isnan(vbleu)) fprintf(log, "%.2f", vbleu);
+      fprintf(log, "\t%.1f\n", train_s);
+      fflush(log);
+      window_t = t;
+      window_tokens = window_steps = 0;
+      loss_sum = 0.0;
+    }
+    if (validate_now) {
+      res->valid_loss = vloss;
+      res->valid_bleu = vbleu;
+    }
+    if (ph.count &&
+        advance_phase(&ph, &ps, step, vscore,
+                      params, opt->progress) &&
+        ps.cur >= ph.count)
+      stop = step;
+    if (new_best && (st = save_checkpoint(best_path, fp, model, step, res->last_loss, best,
+                                          data.vocab_fingerprint, &ps, train_s, err)))
+      goto done;
+    if (step % tc.checkpoint_every == 0 || step == stop)
+      if ((st = save_checkpoint(ckpt_path, fp, model, step, res->last_loss, best,
+                                data.vocab_fingerprint, &ps, train_s, err)))
+        goto done;
+  }
+  res->steps_done = step;
+  res->seconds = now_s() - t0;
+  res->tokens_per_s = tokens_total / fmax(res->seconds, 1e-9);
+  if (res->resumed_from == step && step > 0 &&
+      (st = validate(model, ctx, scratch, &ph, &data, &tc, (uint64_t)seed, &res->valid_loss, err)))
+    goto done;
+done:
+  if (log) fclose(log);
+  intrus_ctx_destroy(scratch);
+  train_phases_free(&ph);
+  intrus_ctx_destroy(ctx);
+  intrus_model_destroy(model);
+  dataset_free(&data);
+  return st;
+}

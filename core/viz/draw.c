@@ -1,0 +1,51 @@
+#include <string.h>
+
+#include "draw.h"
+#include "base/xalloc.h"
+
+cairo_status_t draw_buf_write(void *closure, const unsigned char *data, unsigned int n) {
+  struct draw_buf *b = closure;
+  xgrow((void **)&b->data, &b->cap, b->len + n, 1, 4096);
+  memcpy(b->data + b->len, data, n);
+  b->len += n;
+  return CAIRO_STATUS_SUCCESS;
+}
+
+/* Length of the valid UTF-8 sequence at s, 0 when there is none. */
+static int utf8_len(const unsigned char *s) {
+  unsigned c = s[0];
+  if (c < 0x80) return 1;
+  int n;
+  unsigned lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) n = 2;
+  else if (c >= 0xE0 && c <= 0xEF) n = 3;
+  else if (c >= 0xF0 && c <= 0xF4) n = 4;
+  else return 0;
+  if (c == 0xE0) lo = 0xA0;      /* overlong */
+  else if (c == 0xED) hi = 0x9F; /* surrogates */
+  else if (c == 0xF0) lo = 0x90; /* overlong */
+  else if (c == 0xF4) hi = 0x8F; /* above U+10FFFF */
+  if (s[1] < lo || s[1] > hi) return 0;
+  for (int i = 2; i < n; i++)
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  return n;
+}
+
+char *draw_text(const char *s) {
+  size_t n = strlen(s), k = 0;
+  char *d = xmalloc(3 * n + 1);
+  for (size_t i = 0; i < n;) {
+    int m = utf8_len((const unsigned char *)s + i);
+    if (m == 0) {
+      memcpy(d + k, "\xEF\xBF\xBD", 3);
+      k += 3;
+      i++;
+    } else {
+      memcpy(d + k, s + i, (size_t)m);
+      k += (size_t)m;
+      i += (size_t)m;
+    }
+  }
+  d[k] = '\0';
+  return d;
+}

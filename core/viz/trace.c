@@ -1,0 +1,252 @@
+/* Decoding-order traces: how an insertion model wrote an output, as text (the paper's
+ * Figure 1), as relative generation indices, and as pictures drawn with cairo.
+ *
+ * Tokens never move relative to each other once inserted, so the partial output after
+ * step t is the final output restricted to the tokens of steps <= t: everything here
+ * works from one array, the step at which each final column was written. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <cairo.h>
+#include <cairo-svg.h>
+
+#include "draw.h"
+#include "intrus/fileio.h"
+#include "intrus/trace.h"
+#include "base/xalloc.h"
+
+/* Fills when[j] = the step (0-based) that wrote final column j. Returns -1, or the
+ * first step whose slot lies outside the partial output it applies to. */
+static int columns(const struct intrus_trace *t, int *when) {
+  for (int s = 0; s < t->len; s++) {
+    int slot = t->steps[s].slot;
+    if (slot < 0 || slot > s) return s;
+    memmove(when + slot + 1, when + slot, (size_t)(s - slot) * sizeof *when);
+    when[slot] = s;
+  }
+  return -1;
+}
+
+static enum intrus_status check_trace(const struct intrus_trace *t, const char *what,
+                                      int *when, struct intrus_error *err) {
+  if (t->len < 0 || (t->len > 0 && (!t->steps || !t->words)))
+    return intrus_error_set(err, INTRUS_ERR_INVALID, "%s: a trace of %d steps without %s", what,
+                            t->len, t->steps ? "words" : "steps");
+  for (int s = 0; s < t->len; s++)
+    if (!t->words[s])
+      return intrus_error_set(err, INTRUS_ERR_INVALID, "%s: step %d has no word", what, s + 1);
+  int s = columns(t, when);
+  if (s >= 0)
+    return intrus_error_set(err, INTRUS_ERR_INVALID,
+                            "%s: step %d inserts at slot %d of a %d-token output", what, s + 1,
+                            t->steps[s].slot, s);
+  return INTRUS_OK;
+}
+
+enum intrus_status intrus_trace_write_text(FILE *f, const char *name, int index,
+                                           const struct intrus_trace *t,
+                                           struct intrus_error *err) {
+  const char *what = name ? name : "decoding trace";
+  int *when = xmalloc((size_t)(t->len > 0 ? t->len : 1) * sizeof *when);
+  enum intrus_status st = check_trace(t, what, when, err);
+  if (st) {
+    free(when);
+    return st;
+  }
+  int bad = fprintf(f, "# sentence %d\n", index) < 0;
+  if (t->len == 0) bad |= fputs("0\t(empty)\n", f) < 0;
+  for (int s = 0; s < t->len && !bad; s++) {
+    bad |= fprintf(f, "%d\t", s + 1) < 0;
+    bool first = true;
+    for (int j = 0; j < t->len && !bad; j++) {
+      if (when[j] > s) continue;
+      const char *w = t->words[when[j]];
+      bad |= fprintf(f, when[j] == s ? "%s[%s]" : "%s%s", first ? "" : " ", w) < 0;
+      first = false;
+    }
+    bad |= fputc('\n', f) == EOF;
+  }
+  bad |= fputc('\n', f) == EOF;
+  free(when);
+  if (bad || ferror(f))
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot write the trace of sentence %d: %s",
+                            what, index, strerror(errno));
+  return INTRUS_OK;
+}
+
+void intrus_trace_relative_index(const struct intrus_trace *t, double *rel, int *order) {
+  if (t->len <= 0) return;
+  int *when = order ? order : xmalloc((size_t)t->len * sizeof *when);
+  INTRUS_CHECK(columns(t, when) < 0, "trace: a step inserts outside its partial output");
+  for (int j = 0; j < t->len; j++) rel[j] = t->len > 1 ? (double)when[j] / (t->len - 1) : 0.0;
+  if (!order) free(when);
+}
+
+/* ---- pictures ------------------------------------------------------------------- */
+
+#define FONT_SIZE 14.0
+#define MARGIN 12.0
+#define PAD_X 6.0     /* inside a word's box */
+#define PAD_Y 4.0
+#define COL_GAP 4.0
+#define ROW_GAP 2.0
+#define PNG_MAX 32767 /* cairo's limit on an image surface's side */
+
+struct layout {
+  int rows;
+  double label_w, row_h, ascent, width, height;
+  double *col_x, *col_w;  /* [len] */
+};
+
+static void set_font(cairo_t *cr, bool bold) {
+  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL,
+                         bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size(cr, FONT_SIZE);
+}
+
+static double advance(cairo_t *cr, const char *s) {
+  cairo_text_extents_t e;
+  cairo_text_extents(cr, s, &e);
+  return e.x_advance;
+}
+
+/* Column widths come from the words' own extents, in both weights, since a column
+ * shows its word in bold on one row and plain on the others. Measured unhinted, so
+ * the numbers suit vector output as well as pixels. */
+static void measure(const struct intrus_trace *t, const int *when, struct layout *L) {
+  cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+  cairo_t *cr = cairo_create(s);
+  cairo_font_options_t *fo = cairo_font_options_create();
+  cairo_font_options_set_hint_metrics(fo, CAIRO_HINT_METRICS_OFF);
+  cairo_set_font_options(cr, fo);
+  cairo_font_options_destroy(fo);
+  L->rows = t->len > 0 ? t->len : 1;
+  char label[16];
+  snprintf(label, sizeof label, "%d", t->len);
+  set_font(cr, false);
+  cairo_font_extents_t fe;
+  cairo_font_extents(cr, &fe);
+  L->ascent = fe.ascent;
+  L->row_h = fe.ascent + fe.descent + 2 * PAD_Y;
+  L->label_w = advance(cr, label);
+  double x = MARGIN + L->label_w + 2 * PAD_X;
+  for (int j = 0; j < t->len; j++) {
+    const char *w = t->words[when[j]];
+    set_font(cr, false);
+    double a = advance(cr, w);
+    set_font(cr, true);
+    double b = advance(cr, w);
+    L->col_x[j] = x;
+    L->col_w[j] = (a > b ? a : b) + 2 * PAD_X;
+    x += L->col_w[j] + COL_GAP;
+  }
+  if (t->len == 0) {
+    set_font(cr, false);
+    x += advance(cr, "(empty)") + COL_GAP;
+  }
+  L->width = x - COL_GAP + MARGIN;
+  L->height = 2 * MARGIN + L->rows * L->row_h + (L->rows - 1) * ROW_GAP;
+  cairo_destroy(cr);
+  cairo_surface_destroy(s);
+}
+
+static void draw(cairo_t *cr, const struct intrus_trace *t, const int *when,
+                 const struct layout *L) {
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  for (int r = 0; r < L->rows; r++) {
+    double top = MARGIN + r * (L->row_h + ROW_GAP), base = top + PAD_Y + L->ascent;
+    char label[16];
+    snprintf(label, sizeof label, "%d", t->len > 0 ? r + 1 : 0);
+    set_font(cr, false);
+    cairo_set_source_rgb(cr, 0.45, 0.45, 0.45);
+    cairo_move_to(cr, MARGIN + L->label_w - advance(cr, label), base);
+    cairo_show_text(cr, label);
+    if (t->len == 0) {
+      cairo_move_to(cr, MARGIN + L->label_w + 2 * PAD_X, base);
+      cairo_show_text(cr, "(empty)");
+    }
+    for (int j = 0; j < t->len; j++) {
+      if (when[j] > r) continue; /* not written yet: the column stays empty */
+      const char *w = t->words[when[j]];
+      bool now = when[j] == r;
+      if (now) {
+        cairo_rectangle(cr, L->col_x[j] + 0.5, top + 0.5, L->col_w[j] - 1, L->row_h - 1);
+        cairo_set_source_rgb(cr, 1.0, 0.84, 0.45);
+        cairo_fill_preserve(cr);
+        cairo_set_source_rgb(cr, 0.80, 0.45, 0.0);
+        cairo_set_line_width(cr, 1.0);
+        cairo_stroke(cr);
+      }
+      set_font(cr, now);
+      cairo_set_source_rgb(cr, now ? 0.0 : 0.15, now ? 0.0 : 0.15, now ? 0.0 : 0.15);
+      cairo_move_to(cr, L->col_x[j] + (L->col_w[j] - advance(cr, w)) / 2, base);
+      cairo_show_text(cr, w);
+    }
+  }
+}
+
+enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace *t,
+                                     struct intrus_error *err) {
+  const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
+  bool png = false, svg = false;
+  if (dot && (!slash || dot > slash)) {
+    png = strcasecmp(dot, ".png") == 0;
+    svg = strcasecmp(dot, ".svg") == 0;
+  }
+  if (!png && !svg)
+    return intrus_error_set(err, INTRUS_ERR_INVALID,
+                            "%s: unknown picture format (the name must end in .png or .svg)",
+                            path);
+  size_t n = (size_t)(t->len > 0 ? t->len : 1);
+  int *when = xmalloc(n * sizeof *when);
+  struct layout L = {.col_x = xmalloc(n * sizeof *L.col_x), .col_w = xmalloc(n * sizeof *L.col_w)};
+  struct draw_buf buf = {0};
+  char **shown = xcalloc(n, sizeof *shown);
+  enum intrus_status st = check_trace(t, path, when, err);
+  if (st) goto done;
+  for (int s = 0; s < t->len; s++) shown[s] = draw_text(t->words[s]);
+  struct intrus_trace tr = {t->len, t->steps, (const char *const *)shown};
+  t = &tr;
+  measure(t, when, &L);
+  int w = (int)(L.width + 1), h = (int)(L.height + 1);
+  if (png && (w > PNG_MAX || h > PNG_MAX)) {
+    st = intrus_error_set(err, INTRUS_ERR_INVALID,
+                          "%s: a picture of %d x %d pixels is too large for PNG (write .svg)",
+                          path, w, h);
+    goto done;
+  }
+  cairo_surface_t *surface =
+      png ? cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w, h)
+          : cairo_svg_surface_create_for_stream(draw_buf_write, &buf, w, h);
+  cairo_t *cr = cairo_create(surface);
+  draw(cr, t, when, &L);
+  cairo_status_t cs = cairo_status(cr);
+  cairo_destroy(cr);
+  if (!cs) {
+    if (png) {
+      cairo_surface_flush(surface);
+      cs = cairo_surface_write_to_png_stream(surface, draw_buf_write, &buf);
+    } else {
+      cairo_surface_finish(surface);
+      cs = cairo_surface_status(surface);
+    }
+  }
+  cairo_surface_destroy(surface);
+  if (cs)
+    st = intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot draw the trace: %s", path,
+                          cairo_status_to_string(cs));
+  else
+    st = intrus_file_write_atomic(path, buf.data, buf.len, err);
+done:
+  for (size_t s = 0; s < n; s++) free(shown[s]);
+  free(shown);
+  free(buf.data);
+  free(when);
+  free(L.col_x);
+  free(L.col_w);
+  return st;
+}
