@@ -260,237 +260,289 @@ static void format_eta(char *buf, size_t n, double s) {
   snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
 }
 
+/* Everything one training run holds, so that intrus_train reads as its steps. */
+struct trainer {
+  const struct intrus_train_options *opt;
+  struct intrus_train_result *res;
+  const char *name;
+  long long seed;
+  struct train_cfg tc;
+  struct train_phases ph;
+  struct dataset data;
+  struct translator search;      /* the search settings, read and checked before training */
+  const intrus_cfg *bleu_cfg;    /* eval.bleu, or NULL */
+  struct intrus_model *model;
+  struct intrus_params *params;
+  intrus_ctx *ctx, *scratch;     /* scratch: insertion models' order-policy scoring */
+  FILE *log;
+  uint64_t fp;                   /* config fingerprint every checkpoint carries */
+  char ckpt_path[4096], best_path[4096];
+  long step, stop;
+  double best;                   /* best validation score: BLEU when measured, else -loss */
+  struct phase_state ps;
+  /* Wall seconds spent training (validation excluded) before this process, and in it. */
+  double train_before, valid_time, t0;
+  /* The progress window since the last log row. */
+  double window_t, loss_sum;
+  long tokens_total, window_tokens, window_steps;
+};
+
+/* Reads the experiment (strictly: unknown keys are errors), prepares the data and the
+ * vocabulary, builds the model, and writes the effective config into the run. */
+static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config *cfg,
+                                        struct intrus_error *err) {
+  const intrus_cfg *root = intrus_config_root(cfg);
+  const char *plugin_path;
+  const intrus_cfg *model_cfg, *data_cfg, *train_cfg, *eval_cfg = NULL;
+  enum intrus_status st;
+  if ((st = intrus_cfg_string(root, "name", "experiment", &t->name, err)) ||
+      (st = intrus_cfg_int_range(root, "seed", 1, 0, INT64_MAX, &t->seed, err)) ||
+      (st = intrus_cfg_string(root, "plugin_path", "", &plugin_path, err)) ||
+      (st = intrus_cfg_group_req(root, "data", &data_cfg, err)) ||
+      (st = dataset_configure(&t->data, data_cfg, intrus_config_filename(cfg), err)) ||
+      (st = read_train(root, &t->tc, err)) ||
+      (st = intrus_cfg_group_req(root, "train", &train_cfg, err)) ||
+      (t->tc.has_phases && (st = train_phases_read(train_cfg, t->opt->search, &t->ph, err))) ||
+      (st = intrus_cfg_group_req(root, "model", &model_cfg, err)) ||
+      (st = make_dir(t->opt->run_dir, err)) ||
+      (st = dataset_prepare(&t->data, t->opt->run_dir, t->tc.batch_tokens, (uint64_t)t->seed,
+                            t->opt->progress, err)) ||
+      (st = intrus_model_create(model_cfg, t->opt->search, t->data.src_vocab_size,
+                                t->data.tgt_vocab_size, (uint64_t)t->seed, &t->model, err)) ||
+      (st = translator_read_search(root, &t->search, err)))
+    return st;
+  if (intrus_model_is_insertion(t->model) != t->tc.has_phases)
+    return t->tc.has_phases
+               ? intrus_cfg_error(train_cfg, "phases", err,
+                                  "phases (order policies) train insertion decoders; this "
+                                  "model's decoder is not one")
+               : intrus_cfg_error(train_cfg, NULL, err,
+                                  "an insertion decoder trains in phases: give train.phases "
+                                  "(see docs/intrus.md)");
+  if ((st = intrus_cfg_group(root, "eval", &eval_cfg, err)) ||
+      (eval_cfg && (st = intrus_cfg_group(eval_cfg, "bleu", &t->bleu_cfg, err))) ||
+      (eval_cfg && (st = intrus_cfg_check_unknown(eval_cfg, err))) ||
+      (st = intrus_cfg_check_unknown(root, err)))
+    return st;
+  char path[4096];
+  snprintf(path, sizeof path, "%s/effective.cfg", t->opt->run_dir);
+  if ((st = intrus_config_write(cfg, path, err))) return st;
+  static const char *const fp_paths[] = {"data", "model"};
+  t->fp = intrus_config_fingerprint(cfg, fp_paths, 2);
+  t->params = intrus_model_params(t->model);
+  snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s/checkpoint.ckpt", t->opt->run_dir);
+  snprintf(t->best_path, sizeof t->best_path, "%s/best.ckpt", t->opt->run_dir);
+  return INTRUS_OK;
+}
+
+/* Continues from the run's checkpoint.ckpt when there is one: parameters, Adam's
+ * moments, step, best score, training time and where the phases stand. */
+static enum intrus_status trainer_resume(struct trainer *t, struct intrus_error *err) {
+  if (access(t->ckpt_path, F_OK) != 0) return INTRUS_OK;
+  const char *path = t->ckpt_path;
+  struct intrus_ckpt *ck;
+  uint64_t saved = 0, loss_bits = 0, vocab_fp = 0, best_bits = 0;
+  enum intrus_status st = intrus_ckpt_read(path, true, t->fp, &ck, err);
+  if (st) return st;
+  st = intrus_ckpt_get_params(ck, t->params, true, err);
+  if (!st && (!intrus_ckpt_u64(ck, "step", &saved) || !intrus_ckpt_u64(ck, "last_loss", &loss_bits) ||
+              !intrus_ckpt_u64(ck, "vocab", &vocab_fp) || !intrus_ckpt_u64(ck, "best", &best_bits)))
+    st = intrus_error_set(err, INTRUS_ERR_FORMAT,
+                          "%s: no 'step', 'last_loss', 'vocab' or 'best' record", path);
+  else if (!st && vocab_fp != t->data.vocab_fingerprint)
+    st = intrus_error_set(err, INTRUS_ERR_FORMAT,
+                          "%s: written with another vocabulary than %s/vocab*.txt "
+                          "(fingerprint 0x%016llx, vocabulary 0x%016llx)",
+                          path, t->opt->run_dir, (unsigned long long)vocab_fp,
+                          (unsigned long long)t->data.vocab_fingerprint);
+  else if (!st) {
+    memcpy(&t->res->last_loss, &loss_bits, sizeof loss_bits);
+    memcpy(&t->best, &best_bits, sizeof t->best);
+    uint64_t ms;
+    /* Checkpoints from before the record: the time before the resume is unknown. */
+    if (intrus_ckpt_u64(ck, "train_ms", &ms)) t->train_before = (double)ms / 1e3;
+    uint64_t v[5];
+    if (intrus_ckpt_u64(ck, "phase", &v[0]) && intrus_ckpt_u64(ck, "phase_start", &v[1]) &&
+        intrus_ckpt_u64(ck, "sched_start", &v[2]) && intrus_ckpt_u64(ck, "phase_stale", &v[3]) &&
+        intrus_ckpt_u64(ck, "phase_best", &v[4])) {
+      t->ps.cur = (long)v[0];
+      t->ps.start = (long)v[1];
+      t->ps.sched_start = (long)v[2];
+      t->ps.stale = (long)v[3];
+      memcpy(&t->ps.best, &v[4], sizeof t->ps.best);
+    }
+  }
+  intrus_ckpt_free(ck);
+  if (st) return st;
+  t->step = (long)saved;
+  t->res->resumed_from = t->step;
+  if (t->opt->progress)
+    fprintf(t->opt->progress, "resuming %s from step %ld (%s)\n", t->name, t->step, path);
+  return INTRUS_OK;
+}
+
+/* Opens train.log (appending on a resume) and works out the last step of this run. */
+static enum intrus_status trainer_start(struct trainer *t, struct intrus_error *err) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/train.log", t->opt->run_dir);
+  if (!(t->log = fopen(path, t->step ? "a" : "w")))
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (!t->step) fprintf(t->log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n");
+  t->ctx = intrus_ctx_create(0);
+  if (t->ph.count) t->scratch = intrus_ctx_create(0);
+  t->stop = t->ph.count ? t->ph.total_steps : t->tc.steps;
+  /* A phased run that stopped after its last phase ended early is complete. */
+  if (t->ph.count && t->ps.cur >= t->ph.count) t->stop = t->step;
+  if (t->opt->max_steps > 0 && t->opt->max_steps < t->stop) t->stop = t->opt->max_steps;
+  t->t0 = t->window_t = now_s();
+  if (t->opt->progress)
+    fprintf(t->opt->progress, "training %s: %zu parameters, steps %ld..%ld\n", t->name,
+            intrus_params_numel(t->params), t->step, t->stop);
+  return INTRUS_OK;
+}
+
+/* One optimizer step on the step's batch; *loss is its training loss. */
+static enum intrus_status trainer_step(struct trainer *t, double *loss, struct intrus_error *err) {
+  intrus_ctx *ctx = t->ctx;
+  uint64_t seed = (uint64_t)t->seed;
+  intrus_ctx_reset(ctx);
+  intrus_ctx_set_training(ctx, true);
+  intrus_ctx_set_seed(ctx, seed, (uint64_t)t->step);
+  struct intrus_src_batch sb;
+  struct intrus_tgt_batch tb;
+  dataset_train_batch(&t->data, ctx, seed, t->step, t->tc.batch, &sb, &tb);
+  struct intrus_loss_out out;
+  struct intrus_train_opts topts = {.direction = intrus_model_direction(t->model),
+                                    .label_smoothing = t->tc.label_smoothing};
+  enum intrus_status st =
+      t->ph.count ? ins_train_loss(t->model, ctx, t->scratch, &sb, &tb, &t->ph.phase[t->ps.cur].spec,
+                                   intrus_hash64(seed, (uint64_t)t->step), &out, err)
+                  : intrus_model_loss(t->model, ctx, &sb, &tb, &topts, &out, err);
+  if (st) return st;
+  intrus_params_zero_grad(t->params);
+  intrus_backward(ctx, out.loss);
+  intrus_adam_step(t->params, &t->tc.adam, t->step - t->ps.sched_start);
+  *loss = out.loss->data[0];
+  if (!isfinite(*loss))
+    return intrus_error_set(err, INTRUS_ERR_INVALID,
+                            "training diverged at step %ld (loss %g): lower train.lr", t->step,
+                            *loss);
+  t->step++;
+  t->res->last_loss = *loss;
+  t->tokens_total += out.tokens;
+  t->window_tokens += out.tokens;
+  t->window_steps++;
+  t->loss_sum += *loss;
+  return INTRUS_OK;
+}
+
+/* One progress line and one train.log row for the window since the last. */
+static void trainer_log(struct trainer *t, bool validated, double vloss, double vbleu,
+                        bool new_best, double train_s) {
+  const struct intrus_train_options *opt = t->opt;
+  long step = t->step;
+  double now = now_s(), tps = t->window_tokens / fmax(now - t->window_t, 1e-9);
+  double loss = t->loss_sum / t->window_steps;
+  double lr = intrus_lr_at(&t->tc.adam, step - 1 - t->ps.sched_start);
+  char eta[32];
+  format_eta(eta, sizeof eta, (t->stop - step) * (now - t->t0) / (double)(step - t->res->resumed_from));
+  if (opt->progress) {
+    fprintf(opt->progress, "step %ld/%ld  ", step, t->stop);
+    if (t->ph.count) fprintf(opt->progress, "[%s]  ", t->ph.phase[t->ps.cur].name);
+    fprintf(opt->progress, "loss %.4f  lr %.2e  %.0f tok/s  ETA %s", loss, lr, tps, eta);
+    if (validated) fprintf(opt->progress, "  valid %.4f", vloss);
+    if (!isnan(vbleu)) fprintf(opt->progress, "  BLEU %.2f", vbleu);
+    if (new_best) fprintf(opt->progress, "  (best)");
+    fputc('\n', opt->progress);
+    fflush(opt->progress);
+  }
+  fprintf(t->log, "%ld\t%.6f\t%.6g\t%.1f\t", step, loss, lr, tps);
+  if (validated) fprintf(t->log, "%.6f", vloss);
+  fputc('\t', t->log);
+  if (!isnan(vbleu)) fprintf(t->log, "%.2f", vbleu);
+  fprintf(t->log, "\t%.1f\n", train_s);
+  fflush(t->log);
+  t->window_t = now;
+  t->window_tokens = t->window_steps = 0;
+  t->loss_sum = 0.0;
+}
+
+/* What follows a step: validation when due (loss, and BLEU when due), the log row, the
+ * phase schedule, and the checkpoints (best.ckpt on a new best score). */
+static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_error *err) {
+  long step = t->step;
+  const struct train_cfg *tc = &t->tc;
+  bool validate_now = step % tc->valid_every == 0 || step == t->stop;
+  bool bleu_now = validate_now && (step % tc->bleu_every == 0 || step == t->stop);
+  double vloss = NAN, vbleu = NAN, tv = now_s();
+  enum intrus_status st;
+  if (validate_now &&
+      ((st = validate(t->model, t->ctx, t->scratch, &t->ph, &t->data, tc, (uint64_t)t->seed,
+                      &vloss, err)) ||
+       (bleu_now && (st = validate_bleu(t->model, &t->data, tc, &t->search, t->opt->search,
+                                        t->bleu_cfg, &vbleu, err)))))
+    return st;
+  /* The score best.ckpt and the plateau rule follow: BLEU where it is measured at all
+   * (validations without it then leave both alone), else minus the loss. */
+  double vscore = !validate_now ? NAN : bleu_measured(&t->data, tc) ? vbleu : -vloss;
+  t->valid_time += now_s() - tv;
+  double train_s = t->train_before + now_s() - t->t0 - t->valid_time;
+  bool new_best = false;
+  if (!isnan(vscore) && vscore > t->best) {
+    t->best = vscore;
+    new_best = true;
+  }
+  if (step % tc->log_every == 0 || step == t->stop || validate_now)
+    trainer_log(t, validate_now, vloss, vbleu, new_best, train_s);
+  if (validate_now) {
+    t->res->valid_loss = vloss;
+    t->res->valid_bleu = vbleu;
+  }
+  if (t->ph.count && advance_phase(&t->ph, &t->ps, step, vscore, t->params, t->opt->progress) &&
+      t->ps.cur >= t->ph.count)
+    t->stop = step;
+  if (new_best && (st = save_checkpoint(t->best_path, t->fp, t->model, step, t->res->last_loss,
+                                        t->best, t->data.vocab_fingerprint, &t->ps, train_s, err)))
+    return st;
+  if (step % tc->checkpoint_every == 0 || step == t->stop)
+    if ((st = save_checkpoint(t->ckpt_path, t->fp, t->model, step, t->res->last_loss, t->best,
+                              t->data.vocab_fingerprint, &t->ps, train_s, err)))
+      return st;
+  return INTRUS_OK;
+}
+
+static void trainer_free(struct trainer *t) {
+  if (t->log) fclose(t->log);
+  intrus_ctx_destroy(t->scratch);
+  train_phases_free(&t->ph);
+  intrus_ctx_destroy(t->ctx);
+  intrus_model_destroy(t->model);
+  dataset_free(&t->data);
+}
+
 enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_train_options *opt,
                                 struct intrus_train_result *res, struct intrus_error *err) {
   memset(res, 0, sizeof *res);
   res->valid_bleu = NAN;
-  const intrus_cfg *root = intrus_config_root(cfg);
-  struct dataset data = {0};
-  struct translator search_check;
-  struct train_cfg tc;
-  long long seed;
-  const char *name, *plugin_path;
-  const intrus_cfg *model_cfg, *data_cfg;
-  struct intrus_model *model = NULL;
-  intrus_ctx *ctx = NULL, *scratch = NULL;
-  FILE *log = NULL;
-  struct train_phases ph = {0};
-  const intrus_cfg *train_cfg;
+  struct trainer t = {.opt = opt, .res = res, .best = -INFINITY, .ps = {.best = -INFINITY}};
   enum intrus_status st;
-  if ((st = intrus_cfg_string(root, "name", "experiment", &name, err)) ||
-      (st = intrus_cfg_int_range(root, "seed", 1, 0, INT64_MAX, &seed, err)) ||
-      (st = intrus_cfg_string(root, "plugin_path", "", &plugin_path, err)) ||
-      (st = intrus_cfg_group_req(root, "data", &data_cfg, err)) ||
-      (st = dataset_configure(&data, data_cfg, intrus_config_filename(cfg), err)) ||
-      (st = read_train(root, &tc, err)) ||
-      (st = intrus_cfg_group_req(root, "train", &train_cfg, err)) ||
-      (tc.has_phases && (st = train_phases_read(train_cfg, opt->search, &ph, err))) ||
-      (st = intrus_cfg_group_req(root, "model", &model_cfg, err)) ||
-      (st = make_dir(opt->run_dir, err)) ||
-      (st = dataset_prepare(&data, opt->run_dir, tc.batch_tokens, (uint64_t)seed, opt->progress,
-                            err)) ||
-      (st = intrus_model_create(model_cfg, opt->search, data.src_vocab_size, data.tgt_vocab_size,
-                                (uint64_t)seed, &model, err)) ||
-      (st = translator_read_search(root, &search_check, err)))
+  if ((st = trainer_setup(&t, cfg, err)) || (st = trainer_resume(&t, err)) ||
+      (st = trainer_start(&t, err)))
     goto done;
-  if (intrus_model_is_insertion(model) != tc.has_phases) {
-    st = tc.has_phases
-             ? intrus_cfg_error(train_cfg, "phases", err,
-                                "phases (order policies) train insertion decoders; this "
-                                "model's decoder is not one")
-             : intrus_cfg_error(train_cfg, NULL, err,
-                                "an insertion decoder trains in phases: give train.phases "
-                                "(see docs/intrus.md)");
-    goto done;
+  while (t.step < t.stop) {
+    double loss;
+    if ((st = trainer_step(&t, &loss, err))) goto done;
+    if (opt->on_step) opt->on_step(t.step, loss, opt->user);
+    if ((st = trainer_after_step(&t, err))) goto done;
   }
-  const intrus_cfg *eval_cfg = NULL, *bleu_cfg = NULL;
-  if ((st = intrus_cfg_group(root, "eval", &eval_cfg, err)) ||
-      (eval_cfg && (st = intrus_cfg_group(eval_cfg, "bleu", &bleu_cfg, err))) ||
-      (eval_cfg && (st = intrus_cfg_check_unknown(eval_cfg, err))) ||
-      (st = intrus_cfg_check_unknown(root, err)))
-    goto done;
-
-  char path[4096];
-  snprintf(path, sizeof path, "%s/effective.cfg", opt->run_dir);
-  if ((st = intrus_config_write(cfg, path, err))) goto done;
-  static const char *const fp_paths[] = {"data", "model"};
-  uint64_t fp = intrus_config_fingerprint(cfg, fp_paths, 2);
-  char ckpt_path[4096];
-  snprintf(ckpt_path, sizeof ckpt_path, "%s/checkpoint.ckpt", opt->run_dir);
-
-  struct intrus_params *params = intrus_model_params(model);
-  long step = 0;
-  /* Best validation score so far: BLEU when it is measured, else minus the loss. */
-  double best = -INFINITY;
-  /* Wall seconds spent training (validation excluded) before this process, and by it. */
-  double train_before = 0.0, valid_time = 0.0;
-  struct phase_state ps = {.best = -INFINITY};
-  char best_path[4096];
-  snprintf(best_path, sizeof best_path, "%s/best.ckpt", opt->run_dir);
-  if (access(ckpt_path, F_OK) == 0) {
-    struct intrus_ckpt *ck;
-    uint64_t saved = 0, loss_bits = 0, vocab_fp = 0, best_bits = 0;
-    if ((st = intrus_ckpt_read(ckpt_path, true, fp, &ck, err))) goto done;
-    st = intrus_ckpt_get_params(ck, params, true, err);
-    if (!st && (!intrus_ckpt_u64(ck, "step", &saved) ||
-                !intrus_ckpt_u64(ck, "last_loss", &loss_bits) ||
-                !intrus_ckpt_u64(ck, "vocab", &vocab_fp) || !intrus_ckpt_u64(ck, "best", &best_bits)))
-      st = intrus_error_set(err, INTRUS_ERR_FORMAT,
-                            "%s: no 'step', 'last_loss', 'vocab' or 'best' record",
-                            ckpt_path);
-    else if (!st && vocab_fp != data.vocab_fingerprint)
-      st = intrus_error_set(err, INTRUS_ERR_FORMAT,
-                            "%s: written with another vocabulary than %s/vocab*.txt "
-                            "(fingerprint 0x%016llx, vocabulary 0x%016llx)",
-                            ckpt_path, opt->run_dir, (unsigned long long)vocab_fp,
-                            (unsigned long long)data.vocab_fingerprint);
-    else if (!st) {
-      memcpy(&res->last_loss, &loss_bits, sizeof loss_bits);
-      memcpy(&best, &best_bits, sizeof best);
-      uint64_t ms;
-      /* Checkpoints from before the record: the time before the resume is unknown. */
-      if (intrus_ckpt_u64(ck, "train_ms", &ms)) train_before = (double)ms / 1e3;
-      uint64_t v[5];
-      if (intrus_ckpt_u64(ck, "phase", &v[0]) && intrus_ckpt_u64(ck, "phase_start", &v[1]) &&
-          intrus_ckpt_u64(ck, "sched_start", &v[2]) && intrus_ckpt_u64(ck, "phase_stale", &v[3]) &&
-          intrus_ckpt_u64(ck, "phase_best", &v[4])) {
-        ps.cur = (long)v[0];
-        ps.start = (long)v[1];
-        ps.sched_start = (long)v[2];
-        ps.stale = (long)v[3];
-        memcpy(&ps.best, &v[4], sizeof ps.best);
-      }
-    }
-    intrus_ckpt_free(ck);
-    if (st) goto done;
-    step = (long)saved;
-    res->resumed_from = step;
-    if (opt->progress)
-      fprintf(opt->progress, "resuming %s from step %ld (%s)\n", name, step, ckpt_path);
-  }
-  snprintf(path, sizeof path, "%s/train.log", opt->run_dir);
-  if (!(log = fopen(path, step ? "a" : "w"))) {
-    st = intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    goto done;
-  }
-  if (!step) fprintf(log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n");
-
-  ctx = intrus_ctx_create(0);
-  if (ph.count) scratch = intrus_ctx_create(0);
-  struct intrus_train_opts topts = {.direction = intrus_model_direction(model),
-                                    .label_smoothing = tc.label_smoothing};
-  long stop = ph.count ? ph.total_steps : tc.steps;
-  /* A phased run that stopped after its last phase ended early is complete. */
-  if (ph.count && ps.cur >= ph.count) stop = step;
-  if (opt->max_steps > 0 && opt->max_steps < stop) stop = opt->max_steps;
-  double t0 = now_s(), window_t = t0, loss_sum = 0.0;
-  long tokens_total = 0, window_tokens = 0, window_steps = 0;
-  if (opt->progress)
-    fprintf(opt->progress, "training %s: %zu parameters, steps %ld..%ld\n", name,
-            intrus_params_numel(params), step, stop);
-  while (step < stop) {
-    intrus_ctx_reset(ctx);
-    intrus_ctx_set_training(ctx, true);
-    intrus_ctx_set_seed(ctx, (uint64_t)seed, (uint64_t)step);
-    struct intrus_src_batch sb;
-    struct intrus_tgt_batch tb;
-    dataset_train_batch(&data, ctx, (uint64_t)seed, step, tc.batch, &sb, &tb);
-    struct intrus_loss_out out;
-    if (ph.count)
-      st = ins_train_loss(model, ctx, scratch, &sb, &tb, &ph.phase[ps.cur].spec,
-                          intrus_hash64((uint64_t)seed, (uint64_t)step), &out, err);
-    else
-      st = intrus_model_loss(model, ctx, &sb, &tb, &topts, &out, err);
-    if (st) goto done;
-    intrus_params_zero_grad(params);
-    intrus_backward(ctx, out.loss);
-    intrus_adam_step(params, &tc.adam, step - ps.sched_start);
-    double loss = out.loss->data[0];
-    if (!isfinite(loss)) {
-      st = intrus_error_set(err, INTRUS_ERR_INVALID,
-                            "training diverged at step %ld (loss %g): lower train.lr", step, loss);
-      goto done;
-    }
-    step++;
-    res->last_loss = loss;
-    tokens_total += out.tokens;
-    window_tokens += out.tokens;
-    window_steps++;
-    loss_sum += loss;
-    if (opt->on_step) opt->on_step(step, loss, opt->user);
-    bool validate_now = step % tc.valid_every == 0 || step == stop;
-    bool bleu_now = validate_now && (step % tc.bleu_every == 0 || step == stop);
-    double vloss = NAN, vbleu = NAN, tv = now_s();
-    if (validate_now &&
-        ((st = validate(model, ctx, scratch, &ph, &data, &tc, (uint64_t)seed, &vloss, err)) ||
-         (bleu_now && (st = validate_bleu(model, &data, &tc, &search_check, opt->search,
-                                          bleu_cfg, &vbleu, err)))))
-      goto done;
-    /* The score best.ckpt and the plateau rule follow: BLEU where it is measured at all
-     * (validations without it then leave both alone), else minus the loss. */
-    double vscore = !validate_now ? NAN : bleu_measured(&data, &tc) ? vbleu : -vloss;
-    valid_time += now_s() - tv;
-    double train_s = train_before + now_s() - t0 - valid_time;
-    bool new_best = false;
-    if (!isnan(vscore) && vscore > best) {
-      best = vscore;
-      new_best = true;
-    }
-    if (step % tc.log_every == 0 || step == stop || validate_now) {
-      double t = now_s(), tps = window_tokens / fmax(t - window_t, 1e-9);
-      char eta[32];
-      format_eta(eta, sizeof eta, (stop - step) * (t - t0) / (double)(step - res->resumed_from));
-      if (opt->progress) {
-        fprintf(opt->progress, "step %ld/%ld  ", step, stop);
-        if (ph.count) fprintf(opt->progress, "[%s]  ", ph.phase[ps.cur].name);
-        fprintf(opt->progress, "loss %.4f  lr %.2e  %.0f tok/s  ETA %s", loss_sum / window_steps,
-                intrus_lr_at(&tc.adam, step - 1 - ps.sched_start), tps, eta);
-        if (validate_now) fprintf(opt->progress, "  valid %.4f", vloss);
-        if (!isnan(vbleu)) fprintf(opt->progress, "  BLEU %.2f", vbleu);
-        if (new_best) fprintf(opt->progress, "  (best)");
-        fputc('\n', opt->progress);
-        fflush(opt->progress);
-      }
-      fprintf(log, "%ld\t%.6f\t%.6g\t%.1f\t", step, loss_sum / window_steps,
-              intrus_lr_at(&tc.adam, step - 1 - ps.sched_start), tps);
-      if (validate_now) fprintf(log, "%.6f", vloss);
-      fputc('\t', log);
-      if (!isnan(vbleu)) fprintf(log, "%.2f", vbleu);
-      fprintf(log, "\t%.1f\n", train_s);
-      fflush(log);
-      window_t = t;
-      window_tokens = window_steps = 0;
-      loss_sum = 0.0;
-    }
-    if (validate_now) {
-      res->valid_loss = vloss;
-      res->valid_bleu = vbleu;
-    }
-    if (ph.count &&
-        advance_phase(&ph, &ps, step, vscore,
-                      params, opt->progress) &&
-        ps.cur >= ph.count)
-      stop = step;
-    if (new_best && (st = save_checkpoint(best_path, fp, model, step, res->last_loss, best,
-                                          data.vocab_fingerprint, &ps, train_s, err)))
-      goto done;
-    if (step % tc.checkpoint_every == 0 || step == stop)
-      if ((st = save_checkpoint(ckpt_path, fp, model, step, res->last_loss, best,
-                                data.vocab_fingerprint, &ps, train_s, err)))
-        goto done;
-  }
-  res->steps_done = step;
-  res->seconds = now_s() - t0;
-  res->tokens_per_s = tokens_total / fmax(res->seconds, 1e-9);
-  if (res->resumed_from == step && step > 0 &&
-      (st = validate(model, ctx, scratch, &ph, &data, &tc, (uint64_t)seed, &res->valid_loss, err)))
-    goto done;
+  res->steps_done = t.step;
+  res->seconds = now_s() - t.t0;
+  res->tokens_per_s = t.tokens_total / fmax(res->seconds, 1e-9);
+  /* A run that was already complete still reports its validation loss. */
+  if (res->resumed_from == t.step && t.step > 0)
+    st = validate(t.model, t.ctx, t.scratch, &t.ph, &t.data, &t.tc, (uint64_t)t.seed,
+                  &res->valid_loss, err);
 done:
-  if (log) fclose(log);
-  intrus_ctx_destroy(scratch);
-  train_phases_free(&ph);
-  intrus_ctx_destroy(ctx);
-  intrus_model_destroy(model);
-  dataset_free(&data);
+  trainer_free(&t);
   return st;
 }
