@@ -3,6 +3,18 @@
 #include "draw.h"
 #include "base/xalloc.h"
 
+void draw_set_font(cairo_t *cr, double size, bool bold) {
+  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL,
+                         bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
+  cairo_set_font_size(cr, size);
+}
+
+double draw_advance(cairo_t *cr, const char *s) {
+  cairo_text_extents_t e;
+  cairo_text_extents(cr, s, &e);
+  return e.x_advance;
+}
+
 cairo_status_t draw_buf_write(void *closure, const unsigned char *data, unsigned int n) {
   struct draw_buf *b = closure;
   xgrow((void **)&b->data, &b->cap, b->len + n, 1, 4096);

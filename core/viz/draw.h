@@ -4,11 +4,17 @@
 #define INTRUS_DRAW_H
 
 #include <cairo.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* A copy of s with each invalid UTF-8 byte replaced by U+FFFD (cairo refuses a string
  * with one bad byte; a model may well emit a piece of a character). malloc'd. */
 char *draw_text(const char *s);
+
+/* Selects the sans-serif face at a size, bold or regular, for what follows. */
+void draw_set_font(cairo_t *cr, double size, bool bold);
+/* How far drawing s moves the current point along x, in the current font. */
+double draw_advance(cairo_t *cr, const char *s);
 
 struct draw_buf {
   unsigned char *data;

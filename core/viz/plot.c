@@ -227,18 +227,6 @@ static double py(const struct frame *F, double y) {
   return F->y1 - (y - F->ty.lo) / (F->ty.hi - F->ty.lo) * (F->y1 - F->y0);
 }
 
-static void set_font(cairo_t *cr, double size, bool bold) {
-  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL,
-                         bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size(cr, size);
-}
-
-static double advance(cairo_t *cr, const char *s) {
-  cairo_text_extents_t e;
-  cairo_text_extents(cr, s, &e);
-  return e.x_advance;
-}
-
 static double text_height(cairo_t *cr) {
   cairo_font_extents_t fe;
   cairo_font_extents(cr, &fe);
@@ -286,17 +274,17 @@ static void layout(cairo_t *cr, int w, int h, const struct curve *c, int n, stru
   nice_ticks(ymin, ymax, wy < 3 ? 3 : wy > 10 ? 10 : wy, &F->ty);
   char buf[64];
   double margin = 12 * s, gap = 6 * s, tick = 5 * s, ylab = 0, xlab;
-  set_font(cr, 12 * s, false);
+  draw_set_font(cr, 12 * s, false);
   double tick_h = text_height(cr);
   for (int i = 0; i < F->ty.n; i++) {
     tick_label(&F->ty, i, buf, sizeof buf);
-    ylab = fmax(ylab, advance(cr, buf));
+    ylab = fmax(ylab, draw_advance(cr, buf));
   }
   tick_label(&F->tx, F->tx.n - 1, buf, sizeof buf);
-  xlab = advance(cr, buf);
-  set_font(cr, 13 * s, false);
+  xlab = draw_advance(cr, buf);
+  draw_set_font(cr, 13 * s, false);
   double axis_h = text_height(cr);
-  set_font(cr, 16 * s, true);
+  draw_set_font(cr, 16 * s, true);
   double title_h = text_height(cr);
   F->x0 = margin + axis_h + gap + ylab + gap + tick;
   F->x1 = w - margin - xlab / 2;
@@ -325,33 +313,33 @@ static void draw_axes(cairo_t *cr, const struct frame *F, const char *xtitle,
                   round(F->y1 - F->y0));
   cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
   cairo_stroke(cr);
-  set_font(cr, 12 * s, false);
+  draw_set_font(cr, 12 * s, false);
   cairo_font_extents_t fe;
   cairo_font_extents(cr, &fe);
   double tick_h = fe.ascent + fe.descent;
   cairo_set_source_rgb(cr, 0.25, 0.25, 0.25);
   for (int i = 0; i < F->tx.n; i++) {
     tick_label(&F->tx, i, buf, sizeof buf);
-    cairo_move_to(cr, px(F, F->tx.lo + i * F->tx.step) - advance(cr, buf) / 2,
+    cairo_move_to(cr, px(F, F->tx.lo + i * F->tx.step) - draw_advance(cr, buf) / 2,
                   F->y1 + tick + gap + fe.ascent);
     cairo_show_text(cr, buf);
   }
   for (int i = 0; i < F->ty.n; i++) {
     tick_label(&F->ty, i, buf, sizeof buf);
-    cairo_move_to(cr, F->x0 - tick - gap - advance(cr, buf),
+    cairo_move_to(cr, F->x0 - tick - gap - draw_advance(cr, buf),
                   py(F, F->ty.lo + i * F->ty.step) + (fe.ascent - fe.descent) / 2);
     cairo_show_text(cr, buf);
   }
-  set_font(cr, 13 * s, false);
+  draw_set_font(cr, 13 * s, false);
   cairo_font_extents(cr, &fe);
   cairo_set_source_rgb(cr, 0, 0, 0);
-  cairo_move_to(cr, (F->x0 + F->x1 - advance(cr, xtitle)) / 2,
+  cairo_move_to(cr, (F->x0 + F->x1 - draw_advance(cr, xtitle)) / 2,
                 F->y1 + tick + gap + tick_h + gap + fe.ascent);
   cairo_show_text(cr, xtitle);
   cairo_save(cr);
   cairo_translate(cr, 12 * s + fe.ascent, (F->y0 + F->y1) / 2);
   cairo_rotate(cr, -M_PI / 2);
-  cairo_move_to(cr, -advance(cr, ytitle) / 2, 0);
+  cairo_move_to(cr, -draw_advance(cr, ytitle) / 2, 0);
   cairo_show_text(cr, ytitle);
   cairo_restore(cr);
 }
@@ -397,11 +385,11 @@ static long covered(const struct frame *F, const struct curve *c, int n, double 
 
 static void draw_legend(cairo_t *cr, const struct frame *F, const struct curve *c, int n) {
   double s = F->s, pad = 8 * s, sample = 28 * s, rgb[3];
-  set_font(cr, 12 * s, false);
+  draw_set_font(cr, 12 * s, false);
   cairo_font_extents_t fe;
   cairo_font_extents(cr, &fe);
   double row = (fe.ascent + fe.descent) * 1.35, wide = 0;
-  for (int i = 0; i < n; i++) wide = fmax(wide, advance(cr, c[i].label));
+  for (int i = 0; i < n; i++) wide = fmax(wide, draw_advance(cr, c[i].label));
   double w = pad + sample + pad + wide + pad, h = 2 * pad + n * row;
   double inset = 10 * s, l = F->x0 + inset, r = F->x1 - inset - w, t = F->y0 + inset,
          b = F->y1 - inset - h;
@@ -445,11 +433,11 @@ static void draw(cairo_t *cr, int w, int h, const struct curve *c, int n,
   draw_axes(cr, &F, opt->x == PLOT_X_TIME ? "training time (minutes)" : "step", y_title[opt->y]);
   draw_curves(cr, &F, c, n);
   draw_legend(cr, &F, c, n);
-  set_font(cr, 16 * F.s, true);
+  draw_set_font(cr, 16 * F.s, true);
   cairo_font_extents_t fe;
   cairo_font_extents(cr, &fe);
   cairo_set_source_rgb(cr, 0, 0, 0);
-  cairo_move_to(cr, (w - advance(cr, title)) / 2, 12 * F.s + fe.ascent);
+  cairo_move_to(cr, (w - draw_advance(cr, title)) / 2, 12 * F.s + fe.ascent);
   cairo_show_text(cr, title);
 }
 

@@ -101,18 +101,6 @@ struct layout {
   double *col_x, *col_w;  /* [len] */
 };
 
-static void set_font(cairo_t *cr, bool bold) {
-  cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL,
-                         bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size(cr, FONT_SIZE);
-}
-
-static double advance(cairo_t *cr, const char *s) {
-  cairo_text_extents_t e;
-  cairo_text_extents(cr, s, &e);
-  return e.x_advance;
-}
-
 /* Column widths come from the words' own extents, in both weights, since a column
  * shows its word in bold on one row and plain on the others. Measured unhinted, so
  * the numbers suit vector output as well as pixels. */
@@ -126,26 +114,26 @@ static void measure(const struct intrus_trace *t, const int *when, struct layout
   L->rows = t->len > 0 ? t->len : 1;
   char label[16];
   snprintf(label, sizeof label, "%d", t->len);
-  set_font(cr, false);
+  draw_set_font(cr, FONT_SIZE, false);
   cairo_font_extents_t fe;
   cairo_font_extents(cr, &fe);
   L->ascent = fe.ascent;
   L->row_h = fe.ascent + fe.descent + 2 * PAD_Y;
-  L->label_w = advance(cr, label);
+  L->label_w = draw_advance(cr, label);
   double x = MARGIN + L->label_w + 2 * PAD_X;
   for (int j = 0; j < t->len; j++) {
     const char *w = t->words[when[j]];
-    set_font(cr, false);
-    double a = advance(cr, w);
-    set_font(cr, true);
-    double b = advance(cr, w);
+    draw_set_font(cr, FONT_SIZE, false);
+    double a = draw_advance(cr, w);
+    draw_set_font(cr, FONT_SIZE, true);
+    double b = draw_advance(cr, w);
     L->col_x[j] = x;
     L->col_w[j] = (a > b ? a : b) + 2 * PAD_X;
     x += L->col_w[j] + COL_GAP;
   }
   if (t->len == 0) {
-    set_font(cr, false);
-    x += advance(cr, "(empty)") + COL_GAP;
+    draw_set_font(cr, FONT_SIZE, false);
+    x += draw_advance(cr, "(empty)") + COL_GAP;
   }
   L->width = x - COL_GAP + MARGIN;
   L->height = 2 * MARGIN + L->rows * L->row_h + (L->rows - 1) * ROW_GAP;
@@ -161,9 +149,9 @@ static void draw(cairo_t *cr, const struct intrus_trace *t, const int *when,
     double top = MARGIN + r * (L->row_h + ROW_GAP), base = top + PAD_Y + L->ascent;
     char label[16];
     snprintf(label, sizeof label, "%d", t->len > 0 ? r + 1 : 0);
-    set_font(cr, false);
+    draw_set_font(cr, FONT_SIZE, false);
     cairo_set_source_rgb(cr, 0.45, 0.45, 0.45);
-    cairo_move_to(cr, MARGIN + L->label_w - advance(cr, label), base);
+    cairo_move_to(cr, MARGIN + L->label_w - draw_advance(cr, label), base);
     cairo_show_text(cr, label);
     if (t->len == 0) {
       cairo_move_to(cr, MARGIN + L->label_w + 2 * PAD_X, base);
@@ -181,9 +169,9 @@ static void draw(cairo_t *cr, const struct intrus_trace *t, const int *when,
         cairo_set_line_width(cr, 1.0);
         cairo_stroke(cr);
       }
-      set_font(cr, now);
+      draw_set_font(cr, FONT_SIZE, now);
       cairo_set_source_rgb(cr, now ? 0.0 : 0.15, now ? 0.0 : 0.15, now ? 0.0 : 0.15);
-      cairo_move_to(cr, L->col_x[j] + (L->col_w[j] - advance(cr, w)) / 2, base);
+      cairo_move_to(cr, L->col_x[j] + (L->col_w[j] - draw_advance(cr, w)) / 2, base);
       cairo_show_text(cr, w);
     }
   }
