@@ -109,17 +109,10 @@ static void open_policy(struct intrus_plugin_search *s, const char *name,
 
 static void bench_training(struct intrus_plugin_search *s, double peak, int steps) {
   enum { B = 200, L = 20 };
-  int32_t *src = malloc(sizeof(int32_t) * B * L), *tgt = malloc(sizeof(int32_t) * B * L);
-  int lens[B];
-  struct intrus_rng rng;
-  intrus_rng_seed(&rng, 3);
-  for (int i = 0; i < B * L; i++) {
-    src[i] = 4 + (int32_t)intrus_rng_below(&rng, V - 4);
-    tgt[i] = 4 + (int32_t)intrus_rng_below(&rng, V - 4);
-  }
-  for (int b = 0; b < B; b++) lens[b] = L;
-  struct intrus_src_batch sb = {.batch = B, .len = L, .tokens = src, .lens = lens};
-  struct intrus_tgt_batch tb = {.batch = B, .len = L, .tokens = tgt, .lens = lens};
+  struct bench_batch bb;
+  bench_batch_make(&bb, B, L, V);
+  struct intrus_src_batch sb = bb.sb;
+  struct intrus_tgt_batch tb = bb.tb;
   struct intrus_config *c1, *c2;
   struct intrus_model *base = make_model("autoregressive", s, &c1);
   struct intrus_model *ins = make_model("insertion", s, &c2);
@@ -156,8 +149,7 @@ static void bench_training(struct intrus_plugin_search *s, double peak, int step
   intrus_model_destroy(ins);
   intrus_config_free(c1);
   intrus_config_free(c2);
-  free(src);
-  free(tgt);
+  bench_batch_free(&bb);
 }
 
 /* Sentences/s decoding `total` sentences of source length L in batches of `batch`,

@@ -45,17 +45,10 @@ static void run(const struct size *sz, int steps, double peak) {
   }
   /* 160 sentence pairs of 24 + 24 tokens: 4000 target tokens with EOS. */
   enum { B = 160, L = 24 };
-  int32_t *src = malloc(sizeof(int32_t) * B * L), *tgt = malloc(sizeof(int32_t) * B * L);
-  int lens[B];
-  struct intrus_rng rng;
-  intrus_rng_seed(&rng, 3);
-  for (int i = 0; i < B * L; i++) {
-    src[i] = 4 + (int32_t)intrus_rng_below(&rng, V - 4);
-    tgt[i] = 4 + (int32_t)intrus_rng_below(&rng, V - 4);
-  }
-  for (int b = 0; b < B; b++) lens[b] = L;
-  struct intrus_src_batch sb = {.batch = B, .len = L, .tokens = src, .lens = lens};
-  struct intrus_tgt_batch tb = {.batch = B, .len = L, .tokens = tgt, .lens = lens};
+  struct bench_batch bb;
+  bench_batch_make(&bb, B, L, V);
+  struct intrus_src_batch sb = bb.sb;
+  struct intrus_tgt_batch tb = bb.tb;
   struct intrus_train_opts o = {.direction = 1, .label_smoothing = 0.1f};
   struct intrus_params *p = intrus_model_params(m);
   struct intrus_adam adam = intrus_adam_defaults();
@@ -102,8 +95,7 @@ static void run(const struct size *sz, int steps, double peak) {
   intrus_model_destroy(m);
   intrus_plugin_search_free(s);
   intrus_config_free(cfg);
-  free(src);
-  free(tgt);
+  bench_batch_free(&bb);
 }
 
 int main(int argc, char **argv) {

@@ -8,6 +8,8 @@
 #include <time.h>
 
 #include "intrus/blas.h"
+#include "intrus/plugin.h"
+#include "intrus/rng.h"
 
 static inline double now_s(void) {
   struct timespec ts;
@@ -41,6 +43,34 @@ static inline double sgemm_peak(void) {
   free(b);
   free(c);
   return 2.0 * n * n * n / best / 1e9;
+}
+
+/* The benchmarks' fixed training batch: B sentence pairs of L random tokens each from
+ * [4, V) (ids below 4 are the special tokens), the same for every run (seed 3). */
+struct bench_batch {
+  int32_t *src, *tgt;
+  int *lens;
+  struct intrus_src_batch sb;
+  struct intrus_tgt_batch tb;
+};
+static inline void bench_batch_make(struct bench_batch *b, int B, int L, int V) {
+  b->src = malloc(sizeof(int32_t) * B * L);
+  b->tgt = malloc(sizeof(int32_t) * B * L);
+  b->lens = malloc(sizeof(int) * B);
+  struct intrus_rng rng;
+  intrus_rng_seed(&rng, 3);
+  for (int i = 0; i < B * L; i++) {
+    b->src[i] = 4 + (int32_t)intrus_rng_below(&rng, (uint64_t)(V - 4));
+    b->tgt[i] = 4 + (int32_t)intrus_rng_below(&rng, (uint64_t)(V - 4));
+  }
+  for (int i = 0; i < B; i++) b->lens[i] = L;
+  b->sb = (struct intrus_src_batch){.batch = B, .len = L, .tokens = b->src, .lens = b->lens};
+  b->tb = (struct intrus_tgt_batch){.batch = B, .len = L, .tokens = b->tgt, .lens = b->lens};
+}
+static inline void bench_batch_free(struct bench_batch *b) {
+  free(b->src);
+  free(b->tgt);
+  free(b->lens);
 }
 
 #endif

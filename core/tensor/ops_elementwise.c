@@ -14,15 +14,6 @@
  * reduce_rows). */
 #define REDUCE_COLS 64
 
-static const char *shape_str(const intrus_tensor *t, char *buf, size_t size) {
-  size_t len = 0;
-  len += (size_t)snprintf(buf, size, "[");
-  for (int i = 0; i < t->ndim && len < size; i++)
-    len += (size_t)snprintf(buf + len, size - len, i ? ",%d" : "%d", t->shape[i]);
-  if (len < size) snprintf(buf + len, size - len, "]");
-  return buf;
-}
-
 /* ---- add / mul ------------------------------------------------------------------ */
 
 /* b broadcasts when its shape equals a's trailing dims; a is then viewed as
@@ -33,7 +24,7 @@ static void check_broadcast(const char *op, const intrus_tensor *a, const intrus
   for (int i = 0; ok && i < b->ndim; i++)
     ok = b->shape[i] == a->shape[a->ndim - b->ndim + i];
   INTRUS_CHECK(ok, "%s: b %s is neither a's shape %s nor its trailing dims", op,
-               shape_str(b, sb, sizeof sb), shape_str(a, sa, sizeof sa));
+               intrus_shape_str(b, sb, sizeof sb), intrus_shape_str(a, sa, sizeof sa));
 }
 
 enum bin_kind {

@@ -32,6 +32,9 @@ void intrus_maxpool2d_backward(intrus_ctx *ctx, intrus_tensor *out);
 void intrus_attention_backward(intrus_ctx *ctx, intrus_tensor *out);
 void intrus_insertion_loss_backward(intrus_ctx *ctx, intrus_tensor *out);
 
+/* A tensor's shape as "[2,3,4]" into buf, for the ops' error messages. Returns buf. */
+const char *intrus_shape_str(const intrus_tensor *t, char *buf, size_t size);
+
 /* y = erf(x) over n elements, as gelu computes it on this CPU (vectorised, within 1e-7
  * relative of erf), exposed for test_ops_a's accuracy check. */
 void intrus_erf_n(float *y, const float *x, long n);

@@ -14,30 +14,21 @@
 /* Integer arguments kept in out->ip for the backward pass. */
 enum { IP_TRANS_A, IP_TRANS_B, IP_BATCH, IP_M, IP_N, IP_K, IP_SHARED_B };
 
-static const char *shape_str(const intrus_tensor *t, char *buf, size_t size) {
-  size_t len = 0;
-  len += (size_t)snprintf(buf, size, "[");
-  for (int i = 0; i < t->ndim && len < size; i++)
-    len += (size_t)snprintf(buf + len, size - len, i ? ",%d" : "%d", t->shape[i]);
-  if (len < size) snprintf(buf + len, size - len, "]");
-  return buf;
-}
-
 intrus_tensor *intrus_matmul(intrus_ctx *ctx, intrus_tensor *a, intrus_tensor *b,
                              bool trans_a, bool trans_b) {
   char sa[64], sb[64];
   INTRUS_CHECK(a->ndim >= 2 && b->ndim >= 2, "matmul: a %s and b %s need at least 2 dims",
-               shape_str(a, sa, sizeof sa), shape_str(b, sb, sizeof sb));
+               intrus_shape_str(a, sa, sizeof sa), intrus_shape_str(b, sb, sizeof sb));
   /* b is shared by the whole batch when 2-D; otherwise its leading dims must be a's. */
   bool shared = b->ndim == 2;
   INTRUS_CHECK(shared || b->ndim == a->ndim,
                "matmul: b %s must be 2-D or have a's leading dims (a %s)",
-               shape_str(b, sb, sizeof sb), shape_str(a, sa, sizeof sa));
+               intrus_shape_str(b, sb, sizeof sb), intrus_shape_str(a, sa, sizeof sa));
   int batch = 1;
   for (int i = 0; i < a->ndim - 2; i++) {
     INTRUS_CHECK(shared || a->shape[i] == b->shape[i],
-                 "matmul: leading dims of a %s and b %s differ", shape_str(a, sa, sizeof sa),
-                 shape_str(b, sb, sizeof sb));
+                 "matmul: leading dims of a %s and b %s differ", intrus_shape_str(a, sa, sizeof sa),
+                 intrus_shape_str(b, sb, sizeof sb));
     batch *= a->shape[i];
   }
   int ar = a->shape[a->ndim - 2], ac = a->shape[a->ndim - 1];
@@ -45,10 +36,10 @@ intrus_tensor *intrus_matmul(intrus_ctx *ctx, intrus_tensor *a, intrus_tensor *b
   int M = trans_a ? ac : ar, K = trans_a ? ar : ac;
   int Kb = trans_b ? bc : br, N = trans_b ? br : bc;
   INTRUS_CHECK(K == Kb, "matmul: inner dims differ: a %s%s, b %s%s (K %d vs %d)",
-               shape_str(a, sa, sizeof sa), trans_a ? "^T" : "", shape_str(b, sb, sizeof sb),
+               intrus_shape_str(a, sa, sizeof sa), trans_a ? "^T" : "", intrus_shape_str(b, sb, sizeof sb),
                trans_b ? "^T" : "", K, Kb);
   INTRUS_CHECK((long long)batch * M <= INT_MAX, "matmul: a %s has more than INT_MAX rows",
-               shape_str(a, sa, sizeof sa));
+               intrus_shape_str(a, sa, sizeof sa));
 
   int shape[INTRUS_MAX_DIMS];
   for (int i = 0; i < a->ndim - 2; i++) shape[i] = a->shape[i];

@@ -5,27 +5,18 @@
 #include "intrus/tensor.h"
 #include "ops_internal.h"
 
-static const char *shape_str(const intrus_tensor *t, char *buf, size_t size) {
-  size_t len = 0;
-  len += (size_t)snprintf(buf, size, "[");
-  for (int i = 0; i < t->ndim && len < size; i++)
-    len += (size_t)snprintf(buf + len, size - len, i ? ",%d" : "%d", t->shape[i]);
-  if (len < size) snprintf(buf + len, size - len, "]");
-  return buf;
-}
-
 /* ---- reshape -------------------------------------------------------------------- */
 
 intrus_tensor *intrus_reshape(intrus_ctx *ctx, intrus_tensor *x, int ndim, const int *shape) {
   char sx[64];
   INTRUS_CHECK(ndim >= 1 && ndim <= INTRUS_MAX_DIMS, "reshape: %s to %d dims",
-               shape_str(x, sx, sizeof sx), ndim);
+               intrus_shape_str(x, sx, sizeof sx), ndim);
   for (int i = 0; i < ndim; i++)
-    INTRUS_CHECK(shape[i] >= 0, "reshape: %s to a negative dim %d", shape_str(x, sx, sizeof sx),
+    INTRUS_CHECK(shape[i] >= 0, "reshape: %s to a negative dim %d", intrus_shape_str(x, sx, sizeof sx),
                  shape[i]);
   size_t n = intrus_shape_numel(ndim, shape);
   INTRUS_CHECK(n == x->n, "reshape: %s (%zu elements) to %d dims of %zu elements",
-               shape_str(x, sx, sizeof sx), x->n, ndim, n);
+               intrus_shape_str(x, sx, sizeof sx), x->n, ndim, n);
   /* Built by hand rather than with intrus_op_result, which would allocate a data block
    * that the view never uses. */
   intrus_tensor *out = intrus_ctx_calloc(ctx, sizeof *out);
@@ -107,7 +98,7 @@ intrus_tensor *intrus_permute(intrus_ctx *ctx, intrus_tensor *x, const int *perm
   for (int i = 0; i < x->ndim; i++) {
     INTRUS_CHECK(perm[i] >= 0 && perm[i] < x->ndim && !seen[perm[i]],
                  "permute: %s: perm[%d] = %d is out of range or repeated",
-                 shape_str(x, sx, sizeof sx), i, perm[i]);
+                 intrus_shape_str(x, sx, sizeof sx), i, perm[i]);
     seen[perm[i]] = true;
   }
   int shape[INTRUS_MAX_DIMS];
@@ -138,7 +129,7 @@ intrus_tensor *intrus_concat(intrus_ctx *ctx, intrus_tensor *a, intrus_tensor *b
   bool ok = a->ndim == b->ndim && axis >= 0 && axis < a->ndim;
   for (int i = 0; ok && i < a->ndim; i++) ok = i == axis || a->shape[i] == b->shape[i];
   INTRUS_CHECK(ok, "concat: a %s and b %s do not match except along axis %d",
-               shape_str(a, sa, sizeof sa), shape_str(b, sb, sizeof sb), axis);
+               intrus_shape_str(a, sa, sizeof sa), intrus_shape_str(b, sb, sizeof sb), axis);
   int shape[INTRUS_MAX_DIMS];
   memcpy(shape, a->shape, sizeof shape);
   shape[axis] = a->shape[axis] + b->shape[axis];
@@ -206,7 +197,7 @@ intrus_tensor *intrus_sum(intrus_ctx *ctx, intrus_tensor *x) {
 
 intrus_tensor *intrus_mean(intrus_ctx *ctx, intrus_tensor *x) {
   char sx[64];
-  INTRUS_CHECK(x->n > 0, "mean: of an empty tensor %s", shape_str(x, sx, sizeof sx));
+  INTRUS_CHECK(x->n > 0, "mean: of an empty tensor %s", intrus_shape_str(x, sx, sizeof sx));
   const int one = 1;
   intrus_tensor *out = intrus_op_result(ctx, INTRUS_OP_MEAN, 1, &one, x, NULL, NULL);
   out->data[0] = (float)(sum_all(x) / (double)x->n);

@@ -9,6 +9,15 @@
 #include "intrus/tensor.h"
 #include "ops_internal.h"
 
+const char *intrus_shape_str(const intrus_tensor *t, char *buf, size_t size) {
+  size_t len = 0;
+  len += (size_t)snprintf(buf, size, "[");
+  for (int i = 0; i < t->ndim && len < size; i++)
+    len += (size_t)snprintf(buf + len, size - len, i ? ",%d" : "%d", t->shape[i]);
+  if (len < size) snprintf(buf + len, size - len, "]");
+  return buf;
+}
+
 #define ARENA_ALIGN 64
 #define HUGE_PAGE ((size_t)2 << 20)
 #define ARENA_DEFAULT (64u << 20)
