@@ -1,0 +1,89 @@
+#!/bin/sh
+# The core's layers depend one way only (docs/architecture.md draws the graph): every
+# symbol an object file of core/<layer>/ takes from another object of the core, and
+# every header it includes (internal ones as "<layer>/x.h", public ones as
+# "intrus/x.h", each of which belongs to one layer: public_layer below), must come
+# from a layer listed for it below. A new dependency that breaks the direction fails here, naming the file
+# and the symbol; if it is meant, change the table here and the picture in the doc.
+set -u
+build=${INTRUS_TEST_BUILDDIR:-.}
+src=${INTRUS_TEST_SRCDIR:-.}
+
+allowed() {
+  case $1 in
+    base)      echo "" ;;
+    insertion) echo "base" ;;
+    tensor)    echo "base insertion" ;;
+    plugin)    echo "base insertion tensor" ;;
+    model)     echo "base tensor insertion plugin" ;;
+    text)      echo "base tensor plugin" ;;
+    search)    echo "base tensor insertion plugin model text" ;;
+    eval)      echo "base plugin" ;;
+    viz)       echo "base" ;;
+    train)     echo "base tensor insertion plugin model text search eval" ;;
+    cli)       echo "base tensor insertion plugin model text search eval viz train" ;;
+    tools)     echo "base" ;;
+    *)         echo "?" ;;
+  esac
+}
+
+public_layer() { # include/intrus/<name>.h -> the layer that implements it
+  case $1 in
+    status|rng|fileio|config) echo base ;;
+    insertion) echo insertion ;;
+    tensor|blas|params|optim|nn) echo tensor ;;
+    plugin) echo plugin ;;
+    model|checkpoint) echo model ;;
+    text|corpus) echo text ;;
+    search) echo search ;;
+    eval) echo eval ;;
+    trace) echo viz ;;
+    train) echo train ;;
+    *) echo "?" ;;
+  esac
+}
+
+objs=$(find "$build/core" -path '*/.libs/*.o' 2>/dev/null | sort)
+if [ -z "$objs" ]; then
+  # intrus (the CLI) and intrus-mocorpus are not libtool objects: plain .o files.
+  echo "test_layers: no objects under $build/core/*/.libs: build first" >&2; exit 1
+fi
+objs="$objs $(find "$build/core/cli" "$build/core/tools" -name '*.o' ! -path '*/.libs/*' | sort)"
+
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' 0
+layer_of() { # path of an object or source -> its layer (the folder under core/)
+  echo "$1" | sed -e 's|.*/core/||' -e 's|/.*||'
+}
+for o in $objs; do
+  l=$(layer_of "$o")
+  nm -g --defined-only "$o" | awk -v l="$l" -v f="$(basename "$o")" 'NF == 3 {print $3, l, f}'
+done | sort -u > "$tmp/defs"
+fail=0
+for o in $objs; do
+  l=$(layer_of "$o"); ok=$(allowed "$l")
+  if [ "$ok" = "?" ]; then echo "FAIL: core/$l/ is not a known layer (add it to tests/test_layers.sh)"; fail=1; continue; fi
+  nm -u "$o" | awk '{print $NF}' | sort -u > "$tmp/undef"
+  join "$tmp/undef" "$tmp/defs" | while read -r sym dl df; do
+    [ "$dl" = "$l" ] && continue
+    case " $ok " in *" $dl "*) ;; *)
+      echo "FAIL: core/$l/$(basename "$o" .o) uses $sym from core/$dl/$df: $l may use only: ${ok:-nothing}" ;;
+    esac
+  done
+done > "$tmp/sym"
+for f in $(find "$src/core" -name '*.[ch]' | sort); do
+  l=$(layer_of "$f"); ok=$(allowed "$l")
+  grep -o '#include "[a-z]*/[a-z_]*\.h"' "$f" | sed 's|#include "||; s|\.h"||' | sort -u |
+  while IFS=/ read -r dl name; do
+    if [ "$dl" = intrus ]; then dl=$(public_layer "$name"); fi
+    [ "$dl" = "$l" ] && continue
+    case " $ok " in *" $dl "*) ;; *)
+      echo "FAIL: ${f#"$src"/} includes a header of core/$dl/ ($name.h): $l may use only: ${ok:-nothing}" ;;
+    esac
+  done
+done > "$tmp/inc"
+cat "$tmp/sym" "$tmp/inc"
+n=$(cat "$tmp/sym" "$tmp/inc" | wc -l)
+nobj=$(echo $objs | wc -w)
+if [ "$n" -gt 0 ]; then echo "test_layers: $n layering violation(s)"; exit 1; fi
+echo "test_layers: $nobj objects, every cross-layer use goes downwards"
