@@ -53,3 +53,14 @@ enum intrus_status intrus_cli_experiment(struct intrus_config *cfg, const char *
   x->search = intrus_cli_search_path(plugin_path_arg, *exp_plugin_path ? exp_plugin_path : NULL);
   return INTRUS_OK;
 }
+
+void cli_json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+    else if (c < 0x20) fprintf(f, "\\u%04x", c);
+    else fputc(c, f);
+  }
+  fputc('"', f);
+}

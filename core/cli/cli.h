@@ -54,6 +54,9 @@ enum intrus_status intrus_cli_experiment(struct intrus_config *cfg, const char *
                                          const char *plugin_path_arg, struct cli_experiment *x,
                                          struct intrus_error *err);
 
+/* s as a JSON string literal, quotes included (machine-readable results). */
+void cli_json_string(FILE *f, const char *s);
+
 int intrus_cmd_plugins(int argc, char **argv);
 int intrus_cmd_train(int argc, char **argv);
 int intrus_cmd_decode(int argc, char **argv);

@@ -196,17 +196,6 @@ static void verbose_score(const struct intrus_eval_scores *sc, char *buf, size_t
            score_value(sc, "hyp_len"), score_value(sc, "ref_len"));
 }
 
-static void json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
-  }
-  fputc('"', f);
-}
-
 /* A double as Python's json module writes a float (repr: the shortest text that reads
  * back to the same value, with a ".0" when it is integral). */
 static void json_number(FILE *f, double x) {
@@ -259,7 +248,7 @@ static void json_system(FILE *f, const char *indent, const struct intrus_eval_sc
   fprintf(f, "{\n%s \"name\": \"BLEU\",\n%s \"score\": ", indent, indent);
   json_score(f, score_value(sc, "BLEU"));
   fprintf(f, ",\n%s \"signature\": ", indent);
-  json_string(f, signature);
+  cli_json_string(f, signature);
   if (sys) {
     char conf[128];
     snprintf(conf, sizeof conf, "\xce\xbc = %.2f \xc2\xb1 %.2f", sys->mean, sys->ci);
@@ -268,14 +257,14 @@ static void json_system(FILE *f, const char *indent, const struct intrus_eval_sc
     fprintf(f, ",\n%s \"confidence_var\": ", indent);
     json_score(f, sys->ci);
     fprintf(f, ",\n%s \"confidence\": ", indent);
-    json_string(f, conf);
+    cli_json_string(f, conf);
     fprintf(f, ",\n%s \"ci_lower\": ", indent);
     json_number(f, sys->lower);
     fprintf(f, ",\n%s \"ci_upper\": ", indent);
     json_number(f, sys->upper);
   }
   fprintf(f, ",\n%s \"verbose_score\": ", indent);
-  json_string(f, verbose);
+  cli_json_string(f, verbose);
   fprintf(f, ",\n%s \"precisions\": [", indent);
   for (int n = 1; n <= 4; n++) {
     char name[8];
@@ -299,9 +288,9 @@ static void json_system(FILE *f, const char *indent, const struct intrus_eval_sc
       snprintf(key, sizeof key, "%.*s", (int)(colon - p), p);
       snprintf(value, sizeof value, "%.*s", (int)(p + flen - colon - 1), colon + 1);
       fprintf(f, ",\n%s ", indent);
-      json_string(f, key);
+      cli_json_string(f, key);
       fputs(": ", f);
-      json_string(f, value);
+      cli_json_string(f, value);
     }
     p += flen + (bar ? 1 : 0);
   }
@@ -571,16 +560,16 @@ static int cmd_bleu(int argc, char **argv) {
     printf(",\n \"B\": ");
     json_system(stdout, " ", &sc_b, sig, &res.b);
     printf(",\n \"file_a\": ");
-    json_string(stdout, hyp.path);
+    cli_json_string(stdout, hyp.path);
     printf(",\n \"file_b\": ");
-    json_string(stdout, hyp2.path);
+    cli_json_string(stdout, hyp2.path);
     printf(",\n \"samples\": %d,\n \"seed\": %" PRIu64 ",\n \"b_better\": %d,\n \"p_value\": ",
            res.samples, a.seed, res.b_better);
     json_number(stdout, res.p_value);
     printf(",\n \"p_sacrebleu\": ");
     json_number(stdout, res.p_sacrebleu);
     printf(",\n \"signature\": ");
-    json_string(stdout, sig);
+    cli_json_string(stdout, sig);
     printf("\n}\n");
   } else {
     char label[4200];

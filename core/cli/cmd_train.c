@@ -70,17 +70,6 @@ static int parse_train_args(const char *cmd, int argc, char **argv, struct train
   return INTRUS_EXIT_OK;
 }
 
-static void json_string(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-    else if (c < 0x20) fprintf(f, "\\u%04x", c);
-    else fputc(c, f);
-  }
-  fputc('"', f);
-}
-
 static int train_or_run(const char *cmd, int argc, char **argv) {
   struct train_args a;
   int rc = parse_train_args(cmd, argc, argv, &a);
@@ -144,7 +133,7 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
       return intrus_cli_fail(cmd, &err);
     }
     fputs("{\"experiment\": ", f);
-    json_string(f, exp_name);
+    cli_json_string(f, exp_name);
     fprintf(f, ", \"steps\": %ld, \"train_loss\": %.6f, \"valid_loss\": %.6f", res.steps_done,
             res.last_loss, res.valid_loss);
     if (!isnan(res.valid_bleu)) fprintf(f, ", \"valid_bleu\": %.4f", res.valid_bleu);
@@ -152,11 +141,11 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
       fprintf(f, ", \"test_sentences\": %zu, \"test\": {", rs.sentences);
       for (int i = 0; i < rs.bleu.count; i++) {
         fprintf(f, "%s", i ? ", " : "");
-        json_string(f, rs.bleu.names[i]);
+        cli_json_string(f, rs.bleu.names[i]);
         fprintf(f, ": %.6g", rs.bleu.values[i]);
       }
       fputs("}, \"bleu_signature\": ", f);
-      json_string(f, rs.bleu.signature);
+      cli_json_string(f, rs.bleu.signature);
     }
     fputs("}\n", f);
     fclose(f);
