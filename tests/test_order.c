@@ -532,6 +532,73 @@ static void test_l2r_r2l(void) {
   intrus_plugin_close(r2l.plugin);
 }
 
+/* intrus_order_fixed itself, the loop the l2r and r2l plugins share: the exact steps of
+ * both directions (empty sentences included), every step a correct insertion whose
+ * replay ends in the target, nothing written outside the batch's steps, and a negative
+ * length reported with the direction's name. */
+static void test_fixed(void) {
+  struct intrus_rng r;
+  intrus_rng_seed(&r, 11);
+  struct targets t;
+  targets_random(&t, &r, MIXED_LENS, NMIXED, 3);
+  struct intrus_order_batch batch = batch_of(&t, 1);
+  int total = t.off[t.count];
+  for (int rev = 0; rev < 2; rev++) {
+    const char *name = rev ? "r2l" : "l2r";
+    struct intrus_ins_step steps[64 * MAXN + 1];
+    for (int i = 0; i <= total; i++) steps[i] = (struct intrus_ins_step){-7, -7};
+    struct intrus_error err = {0};
+    EXPECT(intrus_order_fixed(&batch, rev, steps, &err) == INTRUS_OK, "%s: %s", name, err.msg);
+    EXPECT(steps[total].slot == -7 && steps[total].token == -7,
+           "%s wrote past the batch's %d steps", name, total);
+    for (int s = 0; s < t.count; s++) {
+      int n = t.off[s + 1] - t.off[s];
+      const int32_t *y = t.tok + t.off[s];
+      const struct intrus_ins_step *st = steps + t.off[s];
+      for (int k = 0; k < n; k++) {
+        int want_slot = rev ? 0 : k;
+        int32_t want_tok = rev ? y[n - 1 - k] : y[k];
+        EXPECT(st[k].slot == want_slot && st[k].token == want_tok,
+               "%s sentence %d step %d: (%d, %d), want (%d, %d)", name, s, k, (int)st[k].slot,
+               (int)st[k].token, want_slot, (int)want_tok);
+      }
+      if (n == 0) continue;
+      int32_t states[(MAXN + 1) * MAXN];
+      intrus_ins_replay(st, n, states);
+      for (int k = 0; k < n; k++) {
+        int slot[(MAXN + 1) * MAXN];
+        int32_t tok[(MAXN + 1) * MAXN];
+        int c = intrus_ins_correct(y, n, states + (size_t)k * n, k, slot, tok,
+                                   (MAXN + 1) * MAXN);
+        bool found = false;
+        for (int j = 0; j < c; j++) found |= slot[j] == st[k].slot && tok[j] == st[k].token;
+        EXPECT(found, "%s sentence %d step %d: (%d, %d) is not a correct insertion", name, s,
+               k, (int)st[k].slot, (int)st[k].token);
+      }
+      EXPECT(memcmp(states + (size_t)n * n, y, (size_t)n * sizeof *y) == 0,
+             "%s sentence %d: the replay does not end in the target", name, s);
+    }
+
+    /* An empty batch writes nothing. */
+    struct intrus_order_batch none = {0, t.off, t.tok, 1};
+    steps[0] = (struct intrus_ins_step){-7, -7};
+    EXPECT(intrus_order_fixed(&none, rev, steps, &err) == INTRUS_OK && steps[0].slot == -7,
+           "%s on an empty batch", name);
+
+    /* Sentence 1 ends before it starts. */
+    int off[] = {0, 2, 1, 3};
+    int32_t bad_tok[] = {4, 5, 6};
+    struct intrus_order_batch bad = {3, off, bad_tok, 1};
+    struct intrus_error e2 = {0};
+    enum intrus_status status = intrus_order_fixed(&bad, rev, steps, &e2);
+    char want[64];
+    snprintf(want, sizeof want, "order %s: sentence 1 has length -1", name);
+    EXPECT(status == INTRUS_ERR_INVALID, "%s with a negative length: status %d", name,
+           (int)status);
+    EXPECT_CONTAINS(e2.msg, want);
+  }
+}
+
 /* Same seed, same trajectories; a sentence's trajectory does not depend on the other
  * sentences of its batch (their targets, lengths, or how many there are). */
 static void test_determinism(void) {
@@ -1134,6 +1201,7 @@ int main(void) {
   test_descriptors();
   test_valid();
   test_l2r_r2l();
+  test_fixed();
   test_determinism();
   test_frequencies();
   test_tiny_temperature();

@@ -219,6 +219,16 @@ enum intrus_status intrus_order_greedy_relative(const struct intrus_order_batch 
                                                 struct intrus_ins_step *steps,
                                                 struct intrus_error *err);
 
+/* The fixed orders of the plugins l2r and r2l. Left to right (right_to_left false):
+ * step k appends y[k] at the end, slot k. Right to left: step k prepends y[n-1-k] at
+ * the front, slot 0. Written directly rather than through intrus_order_greedy: such an
+ * insertion is always correct, and the driver's oracle calls would only confirm it.
+ * steps[off[b] + k] receives sentence b's k-th insertion; a sentence of negative length
+ * is an INTRUS_ERR_INVALID naming the order ("order l2r: ..." / "order r2l: ..."). */
+enum intrus_status intrus_order_fixed(const struct intrus_order_batch *batch,
+                                      bool right_to_left, struct intrus_ins_step *steps,
+                                      struct intrus_error *err);
+
 #ifdef __cplusplus
 }
 #endif

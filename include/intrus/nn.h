@@ -7,8 +7,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "intrus/config.h"
 #include "intrus/params.h"
 #include "intrus/blas.h"
+#include "intrus/status.h"
 #include "intrus/tensor.h"
 
 #ifdef __cplusplus
@@ -119,6 +121,31 @@ intrus_tensor *intrus_decoder_layer_forward_packed(intrus_ctx *ctx,
                                                    intrus_tensor *mem,
                                                    const struct intrus_segments *cross_seg,
                                                    float dropout);
+
+/* The settings every Transformer stack of the encoder and decoder plugins reads from
+ * its group (model.encoder, model.decoder). One reader keeps their keys, defaults,
+ * ranges and messages the same across plugins: a checkpoint's fingerprint covers the
+ * model group with its filled-in defaults, so a plugin that drifted would make the same
+ * experiment file fingerprint differently. */
+struct intrus_transformer_cfg {
+  int d_model;   /* the model's width (init->d_model, not a key of the group) */
+  int layers;    /* "layers", 1..64, default 6 */
+  int heads;     /* "heads", 1..64, default 8; must divide d_model */
+  int ff;        /* "ff", the feed-forward width, 1..65536, default 4 * d_model */
+  float dropout; /* "dropout", 0..0.95, default 0.1 */
+};
+/* Reads layers, heads, ff and dropout from g in that order (defaults are added to the
+ * tree in reading order, which the effective config shows) and checks their ranges.
+ * A plugin then reads its own keys, calls intrus_cfg_check_unknown(g), and only then
+ * intrus_transformer_cfg_check: a misspelt "heads" is reported as the misspelling, not
+ * as the default 8 failing to divide d_model. */
+enum intrus_status intrus_transformer_cfg_read(const intrus_cfg *g, int d_model,
+                                               struct intrus_transformer_cfg *out,
+                                               struct intrus_error *err);
+/* An error at g's "heads" unless heads divides d_model. */
+enum intrus_status intrus_transformer_cfg_check(const intrus_cfg *g,
+                                                const struct intrus_transformer_cfg *t,
+                                                struct intrus_error *err);
 
 /* Sinusoidal position table [T, d] (Vaswani et al.: sin on even, cos on odd columns),
  * as a constant arena tensor. */

@@ -23,31 +23,25 @@ struct decoder {
 static enum intrus_status dec_create(const struct intrus_model_init *init, void **self,
                                      struct intrus_error *err) {
   const intrus_cfg *g = init->cfg;
-  long long layers, heads, ff;
-  double dropout;
+  struct intrus_transformer_cfg t;
   bool tie;
   enum intrus_status st;
-  if ((st = intrus_cfg_int_range(g, "layers", 6, 1, 64, &layers, err)) ||
-      (st = intrus_cfg_int_range(g, "heads", 8, 1, 64, &heads, err)) ||
-      (st = intrus_cfg_int_range(g, "ff", 4LL * init->d_model, 1, 1 << 16, &ff, err)) ||
-      (st = intrus_cfg_double_range(g, "dropout", 0.1, 0.0, 0.95, &dropout, err)) ||
+  if ((st = intrus_transformer_cfg_read(g, init->d_model, &t, err)) ||
       (st = intrus_cfg_bool(g, "tie_embeddings", false, &tie, err)) ||
-      (st = intrus_cfg_check_unknown(g, err)))
+      (st = intrus_cfg_check_unknown(g, err)) ||
+      (st = intrus_transformer_cfg_check(g, &t, err)))
     return st;
-  if (init->d_model % heads)
-    return intrus_cfg_error(g, "heads", err, "d_model %d is not divisible by %lld heads",
-                            init->d_model, heads);
   struct decoder *dc = calloc(1, sizeof *dc);
-  if (!dc || !(dc->layer = calloc((size_t)layers, sizeof *dc->layer))) {
+  if (!dc || !(dc->layer = calloc((size_t)t.layers, sizeof *dc->layer))) {
     free(dc);
     return intrus_error_set(err, INTRUS_ERR_NOMEM, "decoder autoregressive: out of memory");
   }
-  dc->d = init->d_model;
-  dc->layers = (int)layers;
-  dc->heads = (int)heads;
-  dc->ff = (int)ff;
+  dc->d = t.d_model;
+  dc->layers = t.layers;
+  dc->heads = t.heads;
+  dc->ff = t.ff;
   dc->vocab = init->tgt_vocab;
-  dc->dropout = (float)dropout;
+  dc->dropout = t.dropout;
   dc->tie = tie;
   char name[256];
   int eshape[2] = {dc->vocab, dc->d};

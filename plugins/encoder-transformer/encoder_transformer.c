@@ -18,28 +18,22 @@ struct encoder {
 static enum intrus_status enc_create(const struct intrus_model_init *init, void **self,
                                      struct intrus_error *err) {
   const intrus_cfg *g = init->cfg;
-  long long layers, heads, ff;
-  double dropout;
+  struct intrus_transformer_cfg t;
   enum intrus_status st;
-  if ((st = intrus_cfg_int_range(g, "layers", 6, 1, 64, &layers, err)) ||
-      (st = intrus_cfg_int_range(g, "heads", 8, 1, 64, &heads, err)) ||
-      (st = intrus_cfg_int_range(g, "ff", 4LL * init->d_model, 1, 1 << 16, &ff, err)) ||
-      (st = intrus_cfg_double_range(g, "dropout", 0.1, 0.0, 0.95, &dropout, err)) ||
-      (st = intrus_cfg_check_unknown(g, err)))
+  if ((st = intrus_transformer_cfg_read(g, init->d_model, &t, err)) ||
+      (st = intrus_cfg_check_unknown(g, err)) ||
+      (st = intrus_transformer_cfg_check(g, &t, err)))
     return st;
-  if (init->d_model % heads)
-    return intrus_cfg_error(g, "heads", err, "d_model %d is not divisible by %lld heads",
-                            init->d_model, heads);
   struct encoder *e = calloc(1, sizeof *e);
-  if (!e || !(e->layer = calloc((size_t)layers, sizeof *e->layer))) {
+  if (!e || !(e->layer = calloc((size_t)t.layers, sizeof *e->layer))) {
     free(e);
     return intrus_error_set(err, INTRUS_ERR_NOMEM, "encoder transformer: out of memory");
   }
-  e->d = init->d_model;
-  e->layers = (int)layers;
-  e->heads = (int)heads;
-  e->ff = (int)ff;
-  e->dropout = (float)dropout;
+  e->d = t.d_model;
+  e->layers = t.layers;
+  e->heads = t.heads;
+  e->ff = t.ff;
+  e->dropout = t.dropout;
   char name[256];
   int eshape[2] = {init->src_vocab, e->d};
   snprintf(name, sizeof name, "%sembed", init->prefix);

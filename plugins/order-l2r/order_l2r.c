@@ -3,12 +3,12 @@
  *
  * Experiment file: order: { plugin = "l2r"; };  (no settings)
  *
- * The order is fixed, so the steps are written directly rather than through the
- * greedy driver: appending at slot k is always a correct insertion and the driver's
- * oracle calls would only confirm it. */
+ * The steps come from intrus_order_fixed (core/insertion/insertion_fixed.c), which r2l
+ * shares: this file differs from order_r2l.c only in the direction and the descriptor. */
 #include "intrus/plugin.h"
 
-static enum intrus_status l2r_create(const intrus_cfg *cfg, void **self, struct intrus_error *err) {
+static enum intrus_status fixed_create(const intrus_cfg *cfg, void **self,
+                                        struct intrus_error *err) {
   if (cfg) {
     enum intrus_status st = intrus_cfg_check_unknown(cfg, err);
     if (st != INTRUS_OK) return st;
@@ -17,33 +17,26 @@ static enum intrus_status l2r_create(const intrus_cfg *cfg, void **self, struct 
   return INTRUS_OK;
 }
 
-static void l2r_destroy(void *self) { (void)self; }
+static void fixed_destroy(void *self) { (void)self; }
 
-static bool l2r_needs_model(void *self) {
+static bool fixed_needs_model(void *self) {
   (void)self;
   return false;
 }
 
-static enum intrus_status l2r_trajectories(void *self, const struct intrus_order_batch *batch,
-                                          const struct intrus_ins_scorer *scorer,
-                                          struct intrus_ins_step *steps, struct intrus_error *err) {
+static enum intrus_status fixed_trajectories(void *self, const struct intrus_order_batch *batch,
+                                              const struct intrus_ins_scorer *scorer,
+                                              struct intrus_ins_step *steps,
+                                              struct intrus_error *err) {
   (void)self, (void)scorer;
-  for (int b = 0; b < batch->count; b++) {
-    int n = batch->off[b + 1] - batch->off[b];
-    if (n < 0)
-      return intrus_error_set(err, INTRUS_ERR_INVALID, "order l2r: sentence %d has length %d",
-                              b, n);
-    const int32_t *y = batch->tok + batch->off[b];
-    for (int k = 0; k < n; k++) steps[batch->off[b] + k] = (struct intrus_ins_step){k, y[k]};
-  }
-  return INTRUS_OK;
+  return intrus_order_fixed(batch, false, steps, err);
 }
 
 static const struct intrus_order_vtable vtable = {
-    .create = l2r_create,
-    .destroy = l2r_destroy,
-    .needs_model = l2r_needs_model,
-    .trajectories = l2r_trajectories,
+    .create = fixed_create,
+    .destroy = fixed_destroy,
+    .needs_model = fixed_needs_model,
+    .trajectories = fixed_trajectories,
 };
 
 INTRUS_PLUGIN_EXPORT const struct intrus_plugin_desc INTRUS_PLUGIN_DESC(order_l2r) = {

@@ -3,12 +3,12 @@
  *
  * Experiment file: order: { plugin = "r2l"; };  (no settings)
  *
- * The order is fixed, so the steps are written directly rather than through the
- * greedy driver: prepending at slot 0 is always a correct insertion and the driver's
- * oracle calls would only confirm it. */
+ * The steps come from intrus_order_fixed (core/insertion/insertion_fixed.c), which l2r
+ * shares: this file differs from order_l2r.c only in the direction and the descriptor. */
 #include "intrus/plugin.h"
 
-static enum intrus_status r2l_create(const intrus_cfg *cfg, void **self, struct intrus_error *err) {
+static enum intrus_status fixed_create(const intrus_cfg *cfg, void **self,
+                                        struct intrus_error *err) {
   if (cfg) {
     enum intrus_status st = intrus_cfg_check_unknown(cfg, err);
     if (st != INTRUS_OK) return st;
@@ -17,34 +17,26 @@ static enum intrus_status r2l_create(const intrus_cfg *cfg, void **self, struct 
   return INTRUS_OK;
 }
 
-static void r2l_destroy(void *self) { (void)self; }
+static void fixed_destroy(void *self) { (void)self; }
 
-static bool r2l_needs_model(void *self) {
+static bool fixed_needs_model(void *self) {
   (void)self;
   return false;
 }
 
-static enum intrus_status r2l_trajectories(void *self, const struct intrus_order_batch *batch,
-                                          const struct intrus_ins_scorer *scorer,
-                                          struct intrus_ins_step *steps, struct intrus_error *err) {
+static enum intrus_status fixed_trajectories(void *self, const struct intrus_order_batch *batch,
+                                              const struct intrus_ins_scorer *scorer,
+                                              struct intrus_ins_step *steps,
+                                              struct intrus_error *err) {
   (void)self, (void)scorer;
-  for (int b = 0; b < batch->count; b++) {
-    int n = batch->off[b + 1] - batch->off[b];
-    if (n < 0)
-      return intrus_error_set(err, INTRUS_ERR_INVALID, "order r2l: sentence %d has length %d",
-                              b, n);
-    const int32_t *y = batch->tok + batch->off[b];
-    for (int k = 0; k < n; k++)
-      steps[batch->off[b] + k] = (struct intrus_ins_step){0, y[n - 1 - k]};
-  }
-  return INTRUS_OK;
+  return intrus_order_fixed(batch, true, steps, err);
 }
 
 static const struct intrus_order_vtable vtable = {
-    .create = r2l_create,
-    .destroy = r2l_destroy,
-    .needs_model = r2l_needs_model,
-    .trajectories = r2l_trajectories,
+    .create = fixed_create,
+    .destroy = fixed_destroy,
+    .needs_model = fixed_needs_model,
+    .trajectories = fixed_trajectories,
 };
 
 INTRUS_PLUGIN_EXPORT const struct intrus_plugin_desc INTRUS_PLUGIN_DESC(order_r2l) = {
