@@ -17,9 +17,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "intrus/nn.h"
 #include "intrus/params.h"
@@ -49,14 +46,6 @@ static void expect_close(const char *what, const float *got, const float *want, 
   }
   EXPECT(worst <= tol, "%s: element %zu is %.9g, reference %.9g (err %.3g > %.3g)", what, at,
          n ? (double)got[at] : 0.0, n ? (double)want[at] : 0.0, worst, tol);
-}
-
-static void set_threads(int n) {
-#ifdef _OPENMP
-  omp_set_num_threads(n);
-#else
-  (void)n;
-#endif
 }
 
 /* ---- the packed op against a composition ------------------------------------------ */
@@ -522,7 +511,7 @@ static void test_packed_layer(void) {
 enum { TS = 16, TT = 32, TD = 32, TH = 4 }; /* 16 segments of 32 queries, 4 heads */
 
 static void thread_run(int threads, bool causal, const float *x, const float *dy, float *res) {
-  set_threads(threads);
+  test_set_threads(threads);
   intrus_ctx *ctx = intrus_ctx_create(1 << 22);
   intrus_ctx_set_seed(ctx, 3, 4);
   intrus_ctx_set_training(ctx, true);
@@ -562,7 +551,7 @@ static void test_threads(void) {
     EXPECT(memcmp(r1, r2, 4 * nn * sizeof(float)) == 0,
            "%s attention: results differ between 1 and 2 threads", causal ? "causal" : "plain");
   }
-  set_threads(2);
+  test_set_threads(2);
   free(x);
   free(dy);
   free(r1);
@@ -571,35 +560,20 @@ static void test_threads(void) {
 
 /* ---- misuse --------------------------------------------------------------------------- */
 
+static void attend_overlapping(const void *unused) {
+  (void)unused;
+  intrus_ctx *ctx = intrus_ctx_create(1 << 16);
+  const int shape[2] = {5, 4}, qb[2] = {0, 2}, ql[2] = {3, 2}, kb[2] = {0, 0}, kl[2] = {5, 5};
+  const struct intrus_segments sg = {2, qb, ql, kb, kl};
+  intrus_tensor *t = intrus_tensor_zeros(ctx, 2, shape);
+  intrus_attention(ctx, t, t, t, 2, &sg, false, 0.0f);
+}
+
 /* A query row in two segments panics naming the row (in a child: a panic aborts). */
 static void test_overlap_panics(void) {
-  int fds[2];
-  if (pipe(fds) != 0) {
-    EXPECT(0, "pipe failed");
-    return;
-  }
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    dup2(fds[1], 2);
-    intrus_ctx *ctx = intrus_ctx_create(1 << 16);
-    const int shape[2] = {5, 4}, qb[2] = {0, 2}, ql[2] = {3, 2}, kb[2] = {0, 0}, kl[2] = {5, 5};
-    const struct intrus_segments sg = {2, qb, ql, kb, kl};
-    intrus_tensor *t = intrus_tensor_zeros(ctx, 2, shape);
-    intrus_attention(ctx, t, t, t, 2, &sg, false, 0.0f);
-    _exit(0);
-  }
-  close(fds[1]);
-  char buf[512] = {0};
-  size_t got = 0;
-  ssize_t k;
-  while (got < sizeof buf - 1 && (k = read(fds[0], buf + got, sizeof buf - 1 - got)) > 0)
-    got += (size_t)k;
-  close(fds[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  EXPECT(WIFSIGNALED(st), "overlapping segments did not abort (status %d)", st);
+  char buf[512];
+  int st = test_run_child(attend_overlapping, NULL, buf, sizeof buf);
+  EXPECT(st != -1 && WIFSIGNALED(st), "overlapping segments did not abort (status %d)", st);
   EXPECT_CONTAINS(buf, "query row 2");
 }
 

@@ -26,16 +26,11 @@ static struct intrus_model *make_model(struct intrus_config **cfg_out) {
     fprintf(stderr, "%s\n", err.msg);
     exit(1);
   }
-  const intrus_cfg *g;
-  struct intrus_plugin_search *s = intrus_plugin_search_create();
-  intrus_plugin_search_add_defaults(s);
   struct intrus_model *m = NULL;
-  if (intrus_cfg_group_req(intrus_config_root(cfg), "model", &g, &err) ||
-      intrus_model_create(g, s, 9, V, 7, &m, &err)) {
+  if (test_model_create(cfg, 9, V, 7, NULL, &m, &err)) {
     fprintf(stderr, "%s\n", err.msg);
     exit(1);
   }
-  intrus_plugin_search_free(s);
   *cfg_out = cfg;
   return m;
 }

@@ -498,21 +498,9 @@ static void test_bootstrap(void) {
 
 /* ---- intrus eval bleu -------------------------------------------------------------- */
 
-static char tmpdir[] = "/tmp/test_bleu.XXXXXX";
-
+/* The file name in the test's directory, holding text. */
 static const char *tmp_file(const char *name, const char *text) {
-  static char paths[16][512];
-  static int next;
-  char *p = paths[next++ % 16];
-  snprintf(p, 512, "%s/%s", tmpdir, name);
-  FILE *f = fopen(p, "wb");
-  if (!f) {
-    perror(p);
-    exit(99);
-  }
-  fputs(text, f);
-  fclose(f);
-  return p;
+  return test_write_file(test_tmp_path(name), text);
 }
 
 
@@ -582,7 +570,7 @@ static void test_cli(void) {
   EXPECT_CONTAINS(out, "blank.txt:2: empty reference");
 
   /* Missing file: data exit code, the path named. */
-  snprintf(args, sizeof args, "eval bleu -r '%s/nope.txt' -i '%s'", tmpdir, hyp);
+  snprintf(args, sizeof args, "eval bleu -r '%s' -i '%s'", test_tmp_path("nope.txt"), hyp);
   rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 5, "missing file: exit %d", rc);
   EXPECT_CONTAINS(out, "nope.txt: cannot open");
@@ -628,13 +616,6 @@ static void test_cli(void) {
   EXPECT_CONTAINS(out, "\"p_value\": ");
   EXPECT_CONTAINS(out, "\"confidence_mean\": ");
   EXPECT_CONTAINS(out, "\"samples\": 100");
-
-  const char *names[] = {"ref.txt", "hyp.txt", "short.txt", "bad.txt", "blank.txt", "hyp2.txt"};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    char p[512];
-    snprintf(p, sizeof p, "%s/%s", tmpdir, names[i]);
-    unlink(p);
-  }
 }
 
 int main(void) {
@@ -648,10 +629,7 @@ int main(void) {
   }
   vt = intrus_plugin_descriptor(plugin)->vtable;
   EXPECT(vt->prepare == NULL, "BLEU needs no prepare");
-  if (!mkdtemp(tmpdir)) {
-    perror("mkdtemp");
-    return 99;
-  }
+  if (!test_make_tmpdir("/tmp/test_bleu.XXXXXX")) return 99;
 
   test_perfect();
   test_two_sentences();
@@ -666,7 +644,7 @@ int main(void) {
   test_bootstrap();
   test_cli();
 
-  rmdir(tmpdir);
+  test_remove_tmpdir();
   intrus_plugin_close(plugin);
   intrus_plugin_search_free(search);
   return test_finish("test_bleu");

@@ -1,6 +1,5 @@
 /* BPE against subword-nmt (learn_bpe.py / apply_bpe.py, codes version 0.2) and
  * vocabularies: exact merge sequences, segmentations, round trips, file errors. */
-#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,46 +11,6 @@
 #include "intrus/rng.h"
 #include "intrus/text.h"
 #include "testutil.h"
-
-static char tmpdir[4096];
-
-static const char *tmp_path(const char *name) {
-  static char buf[8][4200];
-  static int next;
-  char *p = buf[next++ % 8];
-  snprintf(p, sizeof buf[0], "%s/%s", tmpdir, name);
-  return p;
-}
-
-static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
-    fprintf(stderr, "cannot write %s\n", path);
-    exit(2);
-  }
-}
-
-/* Whole file as a string (caller frees), or NULL. */
-static void remove_tmpdir(void) {
-  DIR *d = opendir(tmpdir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d)))
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlink(tmp_path(e->d_name));
-  closedir(d);
-  rmdir(tmpdir);
-}
-
-/* Files in tmpdir whose name contains ".tmp." (left behind by a non-atomic write). */
-static int stray_temp_files(void) {
-  DIR *d = opendir(tmpdir);
-  int n = 0;
-  struct dirent *e;
-  while (d && (e = readdir(d)))
-    if (strstr(e->d_name, ".tmp.")) n++;
-  if (d) closedir(d);
-  return n;
-}
 
 static void add_line(struct intrus_wordcount *w, const char *s) {
   intrus_wordcount_add_line(w, s, strlen(s));
@@ -101,13 +60,13 @@ static void test_learn_toy(void) {
   struct intrus_wordcount *w = toy_counts();
   EXPECT(intrus_wordcount_size(w) == 4, "%zu word types", intrus_wordcount_size(w));
   struct intrus_error err = {0};
-  const char *codes = tmp_path("toy.bpe");
+  const char *codes = test_tmp_path("toy.bpe");
   EXPECT(intrus_bpe_learn(w, 1000, codes, &err) == INTRUS_OK, "%s", err.msg);
   char *got = test_read_file(codes);
   EXPECT(got && strcmp(got, toy_codes) == 0, "codes:\n%s\nwant:\n%s", got ? got : "(none)",
          toy_codes);
   free(got);
-  EXPECT(stray_temp_files() == 0, "temporary file left behind");
+  EXPECT(test_count_temp_files() == 0, "temporary file left behind");
 
   /* A merge budget cuts the same sequence short. */
   EXPECT(intrus_bpe_learn(w, 3, codes, &err) == INTRUS_OK, "%s", err.msg);
@@ -130,7 +89,7 @@ static void test_learn_toy(void) {
  * merge left to right as learn_bpe.py's regular expression does. */
 static void test_learn_edge(void) {
   struct intrus_error err = {0};
-  const char *codes = tmp_path("edge.bpe");
+  const char *codes = test_tmp_path("edge.bpe");
   struct intrus_wordcount *w = intrus_wordcount_create();
   add_line(w, "abc");
   EXPECT(intrus_bpe_learn(w, 10, codes, &err) == INTRUS_OK, "%s", err.msg);
@@ -153,8 +112,8 @@ static void test_learn_edge(void) {
 
 static void test_apply_toy(void) {
   struct intrus_error err = {0};
-  const char *codes = tmp_path("toy_apply.bpe");
-  write_file(codes, toy_codes);
+  const char *codes = test_tmp_path("toy_apply.bpe");
+  test_write_file(codes, toy_codes);
   struct intrus_bpe *b = NULL;
   EXPECT(intrus_bpe_load(codes, &b, &err) == INTRUS_OK, "%s", err.msg);
   if (!b) return;
@@ -182,8 +141,8 @@ static void test_apply_toy(void) {
 /* Codes without a version line are subword-nmt's version 0.1: "</w>" is a symbol. */
 static void test_apply_v01_and_duplicates(void) {
   struct intrus_error err = {0};
-  const char *codes = tmp_path("v01.bpe");
-  write_file(codes, "l o\nlo w\nlow </w>\n");
+  const char *codes = test_tmp_path("v01.bpe");
+  test_write_file(codes, "l o\nlo w\nlow </w>\n");
   struct intrus_bpe *b = NULL;
   EXPECT(intrus_bpe_load(codes, &b, &err) == INTRUS_OK, "%s", err.msg);
   if (b) {
@@ -194,7 +153,7 @@ static void test_apply_v01_and_duplicates(void) {
   }
   /* A repeated pair keeps the rank of its first line (apply_bpe.py): "a b" ranks
    * before "b c</w>", so "abc" is ab c, not a bc. */
-  write_file(codes, "#version: 0.2\nx y\na b\nb c</w>\na b\n\n\n");
+  test_write_file(codes, "#version: 0.2\nx y\na b\nb c</w>\na b\n\n\n");
   b = NULL;
   EXPECT(intrus_bpe_load(codes, &b, &err) == INTRUS_OK, "%s", err.msg);
   if (b) {
@@ -205,8 +164,8 @@ static void test_apply_v01_and_duplicates(void) {
 
 static void expect_load_error(const char *name, const char *text, enum intrus_status want,
                               const char *msg) {
-  const char *path = tmp_path(name);
-  write_file(path, text);
+  const char *path = test_tmp_path(name);
+  test_write_file(path, text);
   struct intrus_error err = {0};
   struct intrus_bpe *b = NULL;
   enum intrus_status st = intrus_bpe_load(path, &b, &err);
@@ -232,7 +191,7 @@ static void test_codes_errors(void) {
                     "e6.bpe:3: invalid UTF-8 at byte 3");
   struct intrus_error err = {0};
   struct intrus_bpe *b = NULL;
-  EXPECT(intrus_bpe_load(tmp_path("missing.bpe"), &b, &err) == INTRUS_ERR_IO, "missing");
+  EXPECT(intrus_bpe_load(test_tmp_path("missing.bpe"), &b, &err) == INTRUS_ERR_IO, "missing");
   EXPECT_CONTAINS(err.msg, "missing.bpe");
   EXPECT_CONTAINS(err.msg, "No such file");
 }
@@ -259,7 +218,7 @@ static void test_round_trip(void) {
     add_line(w, buf);
   }
   struct intrus_error err = {0};
-  const char *codes = tmp_path("rt.bpe");
+  const char *codes = test_tmp_path("rt.bpe");
   EXPECT(intrus_bpe_learn(w, 200, codes, &err) == INTRUS_OK, "%s", err.msg);
   struct intrus_bpe *b = NULL;
   EXPECT(intrus_bpe_load(codes, &b, &err) == INTRUS_OK, "%s", err.msg);
@@ -336,9 +295,9 @@ static void test_vocab_files(void) {
   add_line(w, "der die das die der die \xc3\xa4hm");
   struct intrus_vocab *v = intrus_vocab_build(w, 1, 0);
   struct intrus_error err = {0};
-  const char *path = tmp_path("vocab.txt");
+  const char *path = test_tmp_path("vocab.txt");
   EXPECT(intrus_vocab_save(v, path, &err) == INTRUS_OK, "%s", err.msg);
-  EXPECT(stray_temp_files() == 0, "temporary file left behind");
+  EXPECT(test_count_temp_files() == 0, "temporary file left behind");
   char *text = test_read_file(path);
   EXPECT(text && strcmp(text, "<pad>\n<unk>\n<s>\n</s>\ndie\nder\ndas\n\xc3\xa4hm\n") == 0,
          "file:\n%s", text ? text : "(none)");
@@ -352,19 +311,19 @@ static void test_vocab_files(void) {
     intrus_vocab_free(u);
   }
   /* One changed token, or two swapped, changes the fingerprint. */
-  const char *path2 = tmp_path("vocab2.txt");
-  write_file(path2, "<pad>\n<unk>\n<s>\n</s>\ndie\nder\ndas\n\xc3\xa4hn\n");
+  const char *path2 = test_tmp_path("vocab2.txt");
+  test_write_file(path2, "<pad>\n<unk>\n<s>\n</s>\ndie\nder\ndas\n\xc3\xa4hn\n");
   u = NULL;
   EXPECT(intrus_vocab_load(path2, &u, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(u && intrus_vocab_fingerprint(u) != intrus_vocab_fingerprint(v), "edited token");
   intrus_vocab_free(u);
-  write_file(path2, "<pad>\n<unk>\n<s>\n</s>\nder\ndie\ndas\n\xc3\xa4hm\n");
+  test_write_file(path2, "<pad>\n<unk>\n<s>\n</s>\nder\ndie\ndas\n\xc3\xa4hm\n");
   u = NULL;
   EXPECT(intrus_vocab_load(path2, &u, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(u && intrus_vocab_fingerprint(u) != intrus_vocab_fingerprint(v), "swapped tokens");
   intrus_vocab_free(u);
   /* CRLF files load as the same vocabulary. */
-  write_file(path2, "<pad>\r\n<unk>\r\n<s>\r\n</s>\r\ndie\r\nder\r\ndas\r\n\xc3\xa4hm");
+  test_write_file(path2, "<pad>\r\n<unk>\r\n<s>\r\n</s>\r\ndie\r\nder\r\ndas\r\n\xc3\xa4hm");
   u = NULL;
   EXPECT(intrus_vocab_load(path2, &u, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(u && intrus_vocab_fingerprint(u) == intrus_vocab_fingerprint(v), "CRLF");
@@ -386,24 +345,22 @@ static void test_vocab_files(void) {
       {"<pad>\n<unk>\n<s>\n</s>\n\xc3\n", "v_bad.txt:5: invalid UTF-8 at byte 1"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-    const char *p = tmp_path("v_bad.txt");
-    write_file(p, bad[i].text);
+    const char *p = test_tmp_path("v_bad.txt");
+    test_write_file(p, bad[i].text);
     struct intrus_vocab *x = NULL;
     EXPECT(intrus_vocab_load(p, &x, &err) != INTRUS_OK, "bad vocabulary %zu loaded", i);
     EXPECT(x == NULL, "no vocabulary on error");
     EXPECT_CONTAINS(err.msg, bad[i].msg);
   }
   struct intrus_vocab *x = NULL;
-  EXPECT(intrus_vocab_load(tmp_path("nope.txt"), &x, &err) == INTRUS_ERR_IO, "missing file");
+  EXPECT(intrus_vocab_load(test_tmp_path("nope.txt"), &x, &err) == INTRUS_ERR_IO, "missing file");
   EXPECT_CONTAINS(err.msg, "nope.txt");
 }
 
 int main(void) {
-  snprintf(tmpdir, sizeof tmpdir, "%s/tests/tmp_bpe_XXXXXX", test_builddir());
-  if (!mkdtemp(tmpdir)) {
-    perror(tmpdir);
-    return 2;
-  }
+  char template[4096];
+  snprintf(template, sizeof template, "%s/tests/tmp_bpe_XXXXXX", test_builddir());
+  if (!test_make_tmpdir(template)) return 2;
   test_learn_toy();
   test_learn_edge();
   test_apply_toy();
@@ -412,6 +369,6 @@ int main(void) {
   test_round_trip();
   test_vocab_build();
   test_vocab_files();
-  remove_tmpdir();
+  test_remove_tmpdir();
   return test_finish("test_bpe");
 }

@@ -4,7 +4,6 @@
  *
  * The version field is checked before the checksum (a later format may checksum
  * differently), so the version-99 case needs no checksum fix-up. */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -20,69 +19,6 @@
 #include "testutil.h"
 
 #define FP 0x1122334455667788ULL
-
-static char tmpdir[64];
-
-static void path_in(char *out, size_t cap, const char *name) {
-  snprintf(out, cap, "%s/%s", tmpdir, name);
-}
-
-static unsigned char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  unsigned char *buf = NULL;
-  size_t cap = 0, n = 0, k;
-  do {
-    if (n == cap) {
-      cap = cap ? 2 * cap : 65536;
-      buf = realloc(buf, cap);
-      if (!buf) abort();
-    }
-    k = fread(buf + n, 1, cap - n, f);
-    n += k;
-  } while (k > 0);
-  fclose(f);
-  *len = n;
-  return buf;
-}
-
-static void spit(const char *path, const void *buf, size_t len) {
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0) {
-    perror(path);
-    abort();
-  }
-}
-
-/* Names in tmpdir that look like the writer's temporary files. */
-static int count_temp_files(void) {
-  DIR *d = opendir(tmpdir);
-  int n = 0;
-  if (!d) return -1;
-  for (struct dirent *e; (e = readdir(d));)
-    if (strstr(e->d_name, ".tmp.")) n++;
-  closedir(d);
-  return n;
-}
-
-static void remove_tree(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  char sub[512];
-  for (struct dirent *e; (e = readdir(d));) {
-    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-    snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name);
-    struct stat st;
-    if (lstat(sub, &st) == 0 && S_ISDIR(st.st_mode)) {
-      chmod(sub, 0700);
-      remove_tree(sub);
-    } else {
-      unlink(sub);
-    }
-  }
-  closedir(d);
-  rmdir(dir);
-}
 
 /* ---- parameter sets ------------------------------------------------------------ */
 
@@ -225,7 +161,7 @@ static void write_variant(const char *path, const unsigned char *good, size_t le
   if (!b) abort();
   memcpy(b, good, len);
   if (at < len) b[at] ^= (unsigned char)xor_mask;
-  spit(path, b, len);
+  test_write_bytes(path, b, len);
   free(b);
 }
 
@@ -233,8 +169,7 @@ static void write_variant(const char *path, const unsigned char *good, size_t le
 
 /* The writer's bytes match the layout documented in checkpoint.h exactly. */
 static void test_layout(void) {
-  char path[256];
-  path_in(path, sizeof path, "layout.ckpt");
+  const char *path = test_tmp_path("layout.ckpt");
   struct intrus_error err;
   struct intrus_ckpt_writer *w;
   const int shape[1] = {2};
@@ -255,7 +190,7 @@ static void test_layout(void) {
   b_u64(&want, 5);
   b_checksum(&want);
   size_t len = 0;
-  unsigned char *got = slurp(path, &len);
+  unsigned char *got = test_read_bytes(path, &len);
   EXPECT(got && len == want.n && memcmp(got, want.b, len) == 0,
          "file of %zu bytes differs from the documented layout (%zu bytes)", len, want.n);
   free(got);
@@ -270,19 +205,18 @@ static void test_layout(void) {
     EXPECT(!intrus_ckpt_u64(c, "n", NULL), "record in an empty checkpoint");
     intrus_ckpt_free(c);
   }
-  got = slurp(path, &len);
+  got = test_read_bytes(path, &len);
   EXPECT(len == 32, "empty checkpoint has %zu bytes", len);
   free(got);
 }
 
 static void test_round_trip(void) {
-  char path[256];
-  path_in(path, sizeof path, "model.ckpt");
+  const char *path = test_tmp_path("model.ckpt");
   struct intrus_error err;
   struct intrus_params *a = make_params(1, 0), *b = make_params(2, 0);
   EXPECT(!same_params(a, b, false), "differently seeded models are equal");
   EXPECT(write_model(path, a, 12345, &err) == INTRUS_OK, "%s", err.msg);
-  EXPECT(count_temp_files() == 0, "temporary file left after commit");
+  EXPECT(test_count_temp_files() == 0, "temporary file left after commit");
 
   struct intrus_ckpt *c = NULL;
   EXPECT(intrus_ckpt_read(path, true, FP, &c, &err) == INTRUS_OK, "%s", err.msg);
@@ -335,8 +269,7 @@ out:
 
 /* Writer arguments it must refuse without spoiling the checkpoint under way. */
 static void test_writer_arguments(void) {
-  char path[256];
-  path_in(path, sizeof path, "args.ckpt");
+  const char *path = test_tmp_path("args.ckpt");
   struct intrus_error err;
   struct intrus_ckpt_writer *w;
   const int s5[5] = {1, 1, 1, 1, 1}, neg[2] = {2, -1}, zero[1] = {0}, one[1] = {1};
@@ -380,15 +313,14 @@ static void test_writer_arguments(void) {
 }
 
 static void test_corruption(void) {
-  char good_path[256], bad[256], msg[1024];
-  path_in(good_path, sizeof good_path, "good.ckpt");
-  path_in(bad, sizeof bad, "bad.ckpt");
+  const char *good_path = test_tmp_path("good.ckpt"), *bad = test_tmp_path("bad.ckpt");
+  char msg[1024];
   struct intrus_error err;
   struct intrus_params *p = make_params(3, 0);
   EXPECT(write_model(good_path, p, 1, &err) == INTRUS_OK, "%s", err.msg);
   intrus_params_destroy(p);
   size_t len = 0;
-  unsigned char *good = slurp(good_path, &len);
+  unsigned char *good = test_read_bytes(good_path, &len);
   if (!good || len < 1000) {
     EXPECT(0, "cannot read back %s", good_path);
     free(good);
@@ -430,18 +362,18 @@ static void test_corruption(void) {
       {len - 3, "the checksum is cut off"},
   };
   for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
-    spit(bad, good, cuts[i].at);
+    test_write_bytes(bad, good, cuts[i].at);
     EXPECT_REFUSED(bad, INTRUS_ERR_FORMAT, cuts[i].msg);
   }
-  spit(bad, "INT", 3);
+  test_write_bytes(bad, "INT", 3);
   EXPECT_REFUSED(bad, INTRUS_ERR_FORMAT, "truncated at byte 3 of at least 32");
 
   /* Not a checkpoint at all. */
   write_variant(bad, good, len, 0, 'I' ^ 'X');
   EXPECT_REFUSED(bad, INTRUS_ERR_FORMAT, ": not an intrus checkpoint (bad magic)");
-  spit(bad, "hello, world\n", 13);
+  test_write_bytes(bad, "hello, world\n", 13);
   EXPECT_REFUSED(bad, INTRUS_ERR_FORMAT, ": not an intrus checkpoint (bad magic)");
-  spit(bad, "hi", 2);
+  test_write_bytes(bad, "hi", 2);
   EXPECT_REFUSED(bad, INTRUS_ERR_FORMAT, ": not an intrus checkpoint (bad magic)");
 
   /* Version 99: judged before the checksum, so the stale checksum does not matter. */
@@ -460,17 +392,15 @@ static void test_corruption(void) {
   EXPECT(strcmp(err.msg, msg) == 0, "\"%s\" is not \"%s\"", err.msg, msg);
 
   /* Files that no reader could load. */
-  char missing[256];
-  path_in(missing, sizeof missing, "no-such.ckpt");
+  const char *missing = test_tmp_path("no-such.ckpt");
   EXPECT_REFUSED(missing, INTRUS_ERR_IO, ": cannot open checkpoint: No such file or directory");
-  EXPECT_REFUSED(tmpdir, INTRUS_ERR_IO, ": cannot read checkpoint: Is a directory");
+  EXPECT_REFUSED(test_tmpdir, INTRUS_ERR_IO, ": cannot read checkpoint: Is a directory");
   free(good);
 }
 
 /* Damage only a faulty writer could produce: the checksum is right, the content not. */
 static void test_bad_content(void) {
-  char bad[256];
-  path_in(bad, sizeof bad, "content.ckpt");
+  const char *bad = test_tmp_path("content.ckpt");
   struct bytes b;
 
   b_header(&b, FP, 2);
@@ -479,7 +409,7 @@ static void test_bad_content(void) {
   b_name(&b, 2, "a", 1);
   b_u64(&b, 2);
   b_checksum(&b);
-  spit(bad, b.b, b.n);
+  test_write_bytes(bad, b.b, b.n);
   EXPECT_REFUSED(bad, INTRUS_ERR_FORMAT, ": duplicate record name 'a' (records 1 and 2)");
 
   b_header(&b, FP, 1);
@@ -488,7 +418,7 @@ static void test_bad_content(void) {
   for (int i = 0; i < 5; i++) b_u32(&b, 1);
   b_u32(&b, 0);
   b_checksum(&b);
-  spit(bad, b.b, b.n);
+  test_write_bytes(bad, b.b, b.n);
   EXPECT_REFUSED(bad, INTRUS_ERR_FORMAT, ": record 't5' has 5 dimensions (must be 1 to 4)");
 
   b_header(&b, FP, 1);
@@ -496,7 +426,7 @@ static void test_bad_content(void) {
   b_u32(&b, 0);
   b_u32(&b, 0); /* the one element of a 0-d tensor */
   b_checksum(&b);
-  spit(bad, b.b, b.n);
+  test_write_bytes(bad, b.b, b.n);
   EXPECT_REFUSED(bad, INTRUS_ERR_FORMAT, ": record 't0' has 0 dimensions (must be 1 to 4)");
 
   b_header(&b, FP, 1);
@@ -505,7 +435,7 @@ static void test_bad_content(void) {
   b_u32(&b, 0x80000000u);
   b_u32(&b, 0);
   b_checksum(&b);
-  spit(bad, b.b, b.n);
+  test_write_bytes(bad, b.b, b.n);
   EXPECT_REFUSED(bad, INTRUS_ERR_FORMAT,
                  ": record 'huge' has a bad shape (dimension 1 is 2147483648)");
 
@@ -513,21 +443,21 @@ static void test_bad_content(void) {
   b_name(&b, 7, "odd", 3);
   b_u64(&b, 0);
   b_checksum(&b);
-  spit(bad, b.b, b.n);
+  test_write_bytes(bad, b.b, b.n);
   EXPECT_REFUSED(bad, INTRUS_ERR_FORMAT, ": record 'odd' (1 of 1) has unknown type 7");
 
   b_header(&b, FP, 1);
   b_name(&b, 2, "", 0);
   b_u64(&b, 0);
   b_checksum(&b);
-  spit(bad, b.b, b.n);
+  test_write_bytes(bad, b.b, b.n);
   EXPECT_REFUSED(bad, INTRUS_ERR_FORMAT, ": record 1 of 1 has a name of 0 bytes");
 
   b_header(&b, FP, 1);
   b_name(&b, 2, "a\0b", 3);
   b_u64(&b, 0);
   b_checksum(&b);
-  spit(bad, b.b, b.n);
+  test_write_bytes(bad, b.b, b.n);
   EXPECT_REFUSED(bad, INTRUS_ERR_FORMAT, ": record 'a?b' has a NUL byte in its name");
 
   b_header(&b, FP, 1);
@@ -535,7 +465,7 @@ static void test_bad_content(void) {
   b_u64(&b, 0);
   b_raw(&b, "xyz", 3);
   b_checksum(&b);
-  spit(bad, b.b, b.n);
+  test_write_bytes(bad, b.b, b.n);
   EXPECT_REFUSED(bad, INTRUS_ERR_FORMAT, ": trailing garbage (3 bytes after the last record)");
 
   /* Garbage appended to a good file breaks the checksum first. */
@@ -544,13 +474,12 @@ static void test_bad_content(void) {
   b_u64(&b, 0);
   b_checksum(&b);
   b_raw(&b, "xyz", 3);
-  spit(bad, b.b, b.n);
+  test_write_bytes(bad, b.b, b.n);
   EXPECT_REFUSED(bad, INTRUS_ERR_FORMAT, ": corrupt (checksum mismatch)");
 }
 
 static void test_param_mismatch(void) {
-  char path[256];
-  path_in(path, sizeof path, "params.ckpt");
+  const char *path = test_tmp_path("params.ckpt");
   struct intrus_error err;
   struct intrus_params *a = make_params(4, 0);
   EXPECT(write_model(path, a, 1, &err) == INTRUS_OK, "%s", err.msg);
@@ -622,13 +551,14 @@ static bool loads_with_step(const char *path, uint64_t step) {
 }
 
 static void test_failed_writes(void) {
-  char path[256], sub[128], tmp[1024];
+  const char *path, *sub;
+  char tmp[1024];
   struct intrus_error err;
   struct intrus_ckpt_writer *w = NULL;
   struct intrus_params *p = make_params(7, 0);
 
   /* A directory that does not exist. */
-  path_in(path, sizeof path, "nowhere/x.ckpt");
+  path = test_tmp_path("nowhere/x.ckpt");
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld: cannot create temporary checkpoint file: %s", path,
            (long)getpid(), strerror(ENOENT));
   EXPECT(intrus_ckpt_begin(path, FP, &w, &err) == INTRUS_ERR_IO && !w, "missing directory");
@@ -636,9 +566,9 @@ static void test_failed_writes(void) {
 
   /* A directory that cannot be written, holding a good checkpoint. Root ignores the
    * permission bits, so then this case cannot be made to fail and is skipped. */
-  path_in(sub, sizeof sub, "readonly");
+  sub = test_tmp_path("readonly");
   EXPECT(mkdir(sub, 0700) == 0, "mkdir %s", sub);
-  snprintf(path, sizeof path, "%s/x.ckpt", sub);
+  path = test_tmp_path("readonly/x.ckpt");
   EXPECT(write_model(path, p, 1, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(chmod(sub, 0500) == 0, "chmod %s", sub);
   enum intrus_status st = intrus_ckpt_begin(path, FP, &w, &err);
@@ -655,10 +585,10 @@ static void test_failed_writes(void) {
 
   /* A write that fails part-way (file size limit, which binds root too): IO naming the
    * temporary file, which is gone, and the old checkpoint still loads. */
-  path_in(path, sizeof path, "limited.ckpt");
+  path = test_tmp_path("limited.ckpt");
   EXPECT(write_model(path, p, 1, &err) == INTRUS_OK, "%s", err.msg);
   size_t old_len = 0, new_len = 0;
-  unsigned char *old = slurp(path, &old_len);
+  unsigned char *old = test_read_bytes(path, &old_len);
   struct rlimit saved, lim;
   void (*saved_handler)(int) = signal(SIGXFSZ, SIG_IGN);
   EXPECT(getrlimit(RLIMIT_FSIZE, &saved) == 0, "getrlimit");
@@ -681,8 +611,8 @@ static void test_failed_writes(void) {
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld: cannot write checkpoint: %s", path, (long)getpid(),
            strerror(EFBIG));
   EXPECT(strcmp(err.msg, tmp) == 0, "\"%s\" is not \"%s\"", err.msg, tmp);
-  EXPECT(count_temp_files() == 0, "temporary file left after a failed write");
-  unsigned char *now = slurp(path, &new_len);
+  EXPECT(test_count_temp_files() == 0, "temporary file left after a failed write");
+  unsigned char *now = test_read_bytes(path, &new_len);
   EXPECT(old && now && old_len == new_len && !memcmp(old, now, old_len),
          "failed write changed the old checkpoint");
   EXPECT(loads_with_step(path, 1), "old checkpoint no longer loads");
@@ -690,20 +620,20 @@ static void test_failed_writes(void) {
   free(now);
 
   /* The rename fails (a directory is in the way): the temporary file is removed. */
-  path_in(path, sizeof path, "adir");
+  path = test_tmp_path("adir");
   EXPECT(mkdir(path, 0700) == 0, "mkdir %s", path);
   EXPECT(intrus_ckpt_begin(path, FP, &w, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(intrus_ckpt_put_u64(w, "step", 1, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(intrus_ckpt_commit(w, &err) == INTRUS_ERR_IO, "rename over a directory");
   EXPECT_CONTAINS(err.msg, "cannot move");
   EXPECT_CONTAINS(err.msg, strerror(EISDIR));
-  EXPECT(count_temp_files() == 0, "temporary file left after a failed rename");
+  EXPECT(test_count_temp_files() == 0, "temporary file left after a failed rename");
   intrus_params_destroy(p);
 }
 
 static void test_abort(void) {
-  char path[256], tmp[1024];
-  path_in(path, sizeof path, "aborted.ckpt");
+  const char *path = test_tmp_path("aborted.ckpt");
+  char tmp[1024];
   snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
   struct intrus_error err;
   struct intrus_ckpt_writer *w;
@@ -718,11 +648,7 @@ static void test_abort(void) {
 }
 
 int main(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/intrus-ckpt-XXXXXX");
-  if (!mkdtemp(tmpdir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  if (!test_make_tmpdir("/tmp/intrus-ckpt-XXXXXX")) return 1;
   test_layout();
   test_round_trip();
   test_writer_arguments();
@@ -731,7 +657,7 @@ int main(void) {
   test_param_mismatch();
   test_failed_writes();
   test_abort();
-  EXPECT(count_temp_files() == 0, "temporary files left");
-  remove_tree(tmpdir);
+  EXPECT(test_count_temp_files() == 0, "temporary files left");
+  test_remove_tmpdir();
   return test_finish("test_checkpoint");
 }

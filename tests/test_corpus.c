@@ -1,5 +1,4 @@
 /* Line files (plain and gzip), parallel files, encoded corpora and the batcher. */
-#include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,28 +14,6 @@
 #include "intrus/text.h"
 #include "testutil.h"
 
-static char tmpdir[4096];
-
-static const char *tmp_path(const char *name) {
-  static char buf[8][4200];
-  static int next;
-  char *p = buf[next++ % 8];
-  snprintf(p, sizeof buf[0], "%s/%s", tmpdir, name);
-  return p;
-}
-
-static void write_bytes(const char *path, const char *data, size_t n) {
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) {
-    fprintf(stderr, "cannot write %s\n", path);
-    exit(2);
-  }
-}
-
-static void write_file(const char *path, const char *text) {
-  write_bytes(path, text, strlen(text));
-}
-
 static void write_gz(const char *path, const char *text) {
   gzFile g = gzopen(path, "wb");
   if (!g || gzwrite(g, text, (unsigned)strlen(text)) != (int)strlen(text) ||
@@ -44,16 +21,6 @@ static void write_gz(const char *path, const char *text) {
     fprintf(stderr, "cannot write %s\n", path);
     exit(2);
   }
-}
-
-static void remove_tmpdir(void) {
-  DIR *d = opendir(tmpdir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d)))
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlink(tmp_path(e->d_name));
-  closedir(d);
-  rmdir(tmpdir);
 }
 
 /* ---- line files ------------------------------------------------------------------- */
@@ -73,8 +40,8 @@ static void test_lines(void) {
   struct intrus_error err = {0};
   char **lines;
   size_t n;
-  const char *plain = tmp_path("plain.txt"), *gz = tmp_path("text.gz");
-  write_file(plain, text3);
+  const char *plain = test_tmp_path("plain.txt"), *gz = test_tmp_path("text.gz");
+  test_write_file(plain, text3);
   EXPECT(intrus_lines_read(plain, &lines, &n, &err) == INTRUS_OK, "%s", err.msg);
   expect_text3(lines, n, "plain");
   intrus_lines_free(lines, n);
@@ -87,9 +54,9 @@ static void test_lines(void) {
   enum { BIG = 50000 };
   char *big = malloc((size_t)BIG * 12 + 1), *p = big;
   for (int i = 0; i < BIG; i++) p += sprintf(p, "line %d\n", i);
-  write_gz(tmp_path("big.gz"), big);
+  write_gz(test_tmp_path("big.gz"), big);
   free(big);
-  EXPECT(intrus_lines_read(tmp_path("big.gz"), &lines, &n, &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(intrus_lines_read(test_tmp_path("big.gz"), &lines, &n, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(n == BIG, "big: %zu lines", n);
   if (n == BIG) {
     EXPECT(strcmp(lines[0], "line 0") == 0 && strcmp(lines[BIG - 1], "line 49999") == 0 &&
@@ -98,10 +65,10 @@ static void test_lines(void) {
   }
   intrus_lines_free(lines, n);
 
-  write_file(plain, "a\n\n");
+  test_write_file(plain, "a\n\n");
   EXPECT(intrus_lines_read(plain, &lines, &n, &err) == INTRUS_OK && n == 2, "two lines");
   intrus_lines_free(lines, n);
-  write_file(plain, "\n");
+  test_write_file(plain, "\n");
   EXPECT(intrus_lines_read(plain, &lines, &n, &err) == INTRUS_OK && n == 1, "one empty line");
   intrus_lines_free(lines, n);
 }
@@ -118,49 +85,50 @@ static void expect_read_error(const char *path, enum intrus_status want, const c
 }
 
 static void test_lines_errors(void) {
-  write_file(tmp_path("empty.txt"), "");
-  expect_read_error(tmp_path("empty.txt"), INTRUS_ERR_DATA, "empty.txt: empty file");
-  write_gz(tmp_path("empty.gz"), "");
-  expect_read_error(tmp_path("empty.gz"), INTRUS_ERR_DATA, "empty.gz: empty file");
-  expect_read_error(tmp_path("missing.txt"), INTRUS_ERR_IO, "No such file");
-  write_file(tmp_path("bad.txt"), "ok\nfine\nab\xc3(\nok\n");
-  expect_read_error(tmp_path("bad.txt"), INTRUS_ERR_DATA, "bad.txt:3: invalid UTF-8 at byte 3");
-  write_gz(tmp_path("bad.gz"), "ok\n\xff\n");
-  expect_read_error(tmp_path("bad.gz"), INTRUS_ERR_DATA, "bad.gz:2: invalid UTF-8 at byte 1");
-  write_bytes(tmp_path("nul.txt"), "ok\nx\0y\n", 7);
-  expect_read_error(tmp_path("nul.txt"), INTRUS_ERR_DATA, "nul.txt:2: NUL byte at byte 2");
+  test_write_file(test_tmp_path("empty.txt"), "");
+  expect_read_error(test_tmp_path("empty.txt"), INTRUS_ERR_DATA, "empty.txt: empty file");
+  write_gz(test_tmp_path("empty.gz"), "");
+  expect_read_error(test_tmp_path("empty.gz"), INTRUS_ERR_DATA, "empty.gz: empty file");
+  expect_read_error(test_tmp_path("missing.txt"), INTRUS_ERR_IO, "No such file");
+  test_write_file(test_tmp_path("bad.txt"), "ok\nfine\nab\xc3(\nok\n");
+  expect_read_error(test_tmp_path("bad.txt"), INTRUS_ERR_DATA,
+                    "bad.txt:3: invalid UTF-8 at byte 3");
+  write_gz(test_tmp_path("bad.gz"), "ok\n\xff\n");
+  expect_read_error(test_tmp_path("bad.gz"), INTRUS_ERR_DATA, "bad.gz:2: invalid UTF-8 at byte 1");
+  test_write_bytes(test_tmp_path("nul.txt"), "ok\nx\0y\n", 7);
+  expect_read_error(test_tmp_path("nul.txt"), INTRUS_ERR_DATA, "nul.txt:2: NUL byte at byte 2");
 
   /* A gzip file cut short is corrupt, not silently shorter. */
   char text[4000];
   for (int i = 0; i < 3999; i++) text[i] = (char)('a' + (i * 7919) % 26);
   text[3999] = '\0';
-  write_gz(tmp_path("whole.gz"), text);
-  FILE *f = fopen(tmp_path("whole.gz"), "rb");
+  write_gz(test_tmp_path("whole.gz"), text);
+  FILE *f = fopen(test_tmp_path("whole.gz"), "rb");
   char buf[8192];
   size_t got = f ? fread(buf, 1, sizeof buf, f) : 0;
   if (f) fclose(f);
-  write_bytes(tmp_path("cut.gz"), buf, got / 2);
-  expect_read_error(tmp_path("cut.gz"), INTRUS_ERR_FORMAT, "cut.gz: corrupt gzip data");
+  test_write_bytes(test_tmp_path("cut.gz"), buf, got / 2);
+  expect_read_error(test_tmp_path("cut.gz"), INTRUS_ERR_FORMAT, "cut.gz: corrupt gzip data");
 }
 
 static void test_parallel(void) {
   struct intrus_error err = {0};
   struct intrus_parallel_text p;
-  write_file(tmp_path("train.en"), "a\nb\nc\n");
-  write_gz(tmp_path("train.de.gz"), "x\ny\nz\n");
-  EXPECT(intrus_parallel_read(tmp_path("train.en"), tmp_path("train.de.gz"), &p, &err) ==
+  test_write_file(test_tmp_path("train.en"), "a\nb\nc\n");
+  write_gz(test_tmp_path("train.de.gz"), "x\ny\nz\n");
+  EXPECT(intrus_parallel_read(test_tmp_path("train.en"), test_tmp_path("train.de.gz"), &p, &err) ==
              INTRUS_OK,
          "%s", err.msg);
   EXPECT(p.n == 3 && strcmp(p.src[2], "c") == 0 && strcmp(p.tgt[0], "x") == 0, "parallel");
   intrus_parallel_free(&p);
-  write_file(tmp_path("train.de"), "x\ny\n");
-  EXPECT(intrus_parallel_read(tmp_path("train.en"), tmp_path("train.de"), &p, &err) ==
+  test_write_file(test_tmp_path("train.de"), "x\ny\n");
+  EXPECT(intrus_parallel_read(test_tmp_path("train.en"), test_tmp_path("train.de"), &p, &err) ==
              INTRUS_ERR_DATA,
          "unequal line counts");
   EXPECT_CONTAINS(err.msg, "train.en has 3 lines but ");
   EXPECT_CONTAINS(err.msg, "train.de has 2");
   EXPECT(p.n == 0 && p.src == NULL, "cleared on error");
-  EXPECT(intrus_parallel_read(tmp_path("train.en"), tmp_path("none.de"), &p, &err) ==
+  EXPECT(intrus_parallel_read(test_tmp_path("train.en"), test_tmp_path("none.de"), &p, &err) ==
              INTRUS_ERR_IO,
          "missing target");
   EXPECT_CONTAINS(err.msg, "none.de");
@@ -168,8 +136,8 @@ static void test_parallel(void) {
 
 static void test_write_atomic(void) {
   struct intrus_error err = {0};
-  const char *path = tmp_path("atomic.txt");
-  write_file(path, "old");
+  const char *path = test_tmp_path("atomic.txt");
+  test_write_file(path, "old");
   EXPECT(intrus_file_write_atomic(path, "new\n", 4, &err) == INTRUS_OK, "%s", err.msg);
   char **lines;
   size_t n;
@@ -396,17 +364,15 @@ static void test_batcher(void) {
 }
 
 int main(void) {
-  snprintf(tmpdir, sizeof tmpdir, "%s/tests/tmp_corpus_XXXXXX", test_builddir());
-  if (!mkdtemp(tmpdir)) {
-    perror(tmpdir);
-    return 2;
-  }
+  char template[4096];
+  snprintf(template, sizeof template, "%s/tests/tmp_corpus_XXXXXX", test_builddir());
+  if (!test_make_tmpdir(template)) return 2;
   test_lines();
   test_lines_errors();
   test_parallel();
   test_write_atomic();
   test_encode();
   test_batcher();
-  remove_tmpdir();
+  test_remove_tmpdir();
   return test_finish("test_corpus");
 }

@@ -19,63 +19,21 @@
 #include "testutil.h"
 #include "train/train_phases.h"
 
-#define MAX_STEPS 512
 #define VOCAB 12
-
-struct trace {
-  double loss[MAX_STEPS + 1];
-  long last;
-};
-
-static void record(long step, double loss, void *user) {
-  struct trace *t = user;
-  if (step <= MAX_STEPS) t->loss[step] = loss;
-  t->last = step;
-}
-
-static char tmpdir[256];
-
-static enum intrus_status train_text(const char *cfg_text, const char *run, long max_steps,
-                                     struct trace *tr, struct intrus_train_result *res,
-                                     struct intrus_error *err) {
-  struct intrus_config *cfg = intrus_config_load_string(cfg_text, "toy.cfg", err);
-  if (!cfg) return err->status;
-  struct intrus_plugin_search *s = intrus_plugin_search_create();
-  intrus_plugin_search_add_defaults(s);
-  char dir[512];
-  snprintf(dir, sizeof dir, "%s/%s", tmpdir, run);
-  struct intrus_train_options opt = {.run_dir = dir, .search = s, .max_steps = max_steps,
-                                     .on_step = record, .user = tr};
-  enum intrus_status st = intrus_train(cfg, &opt, res, err);
-  intrus_plugin_search_free(s);
-  intrus_config_free(cfg);
-  return st;
-}
 
 /* The model of cfg_text with the parameters of run's checkpoint (NULL run: as
  * initialised). */
-static struct intrus_model *load_model(const char *cfg_text, const char *run,
-                                       struct intrus_plugin_search **search) {
+static struct intrus_model *load_model(const char *cfg_text, const char *run) {
   struct intrus_error err = {0};
   struct intrus_config *cfg = intrus_config_load_string(cfg_text, "toy.cfg", &err);
-  const intrus_cfg *mg = NULL;
   struct intrus_model *m = NULL;
-  *search = intrus_plugin_search_create();
-  intrus_plugin_search_add_defaults(*search);
-  enum intrus_status st = cfg ? intrus_cfg_group_req(intrus_config_root(cfg), "model", &mg, &err)
-                              : INTRUS_ERR_CONFIG;
-  if (!st) st = intrus_model_create(mg, *search, VOCAB, VOCAB, 7, &m, &err);
-  if (!st && run) {
-    char path[600];
-    struct intrus_ckpt *ck = NULL;
-    snprintf(path, sizeof path, "%s/%s/checkpoint.ckpt", tmpdir, run);
-    st = intrus_ckpt_read(path, false, 0, &ck, &err);
-    if (!st) st = intrus_ckpt_get_params(ck, intrus_model_params(m), false, &err);
-    intrus_ckpt_free(ck);
-  }
+  char ckpt[600];
+  if (run) snprintf(ckpt, sizeof ckpt, "%s/%s/checkpoint.ckpt", test_tmpdir, run);
+  enum intrus_status st =
+      cfg ? test_model_create(cfg, VOCAB, VOCAB, 7, run ? ckpt : NULL, &m, &err) : err.status;
   EXPECT(st == INTRUS_OK, "loading the model: %s", err.msg);
   intrus_config_free(cfg);
-  return st ? NULL : m;
+  return m;
 }
 
 /* Share of n random strings the model copies exactly with insertion beam search. */
@@ -120,15 +78,6 @@ static double copy_accuracy(struct intrus_model *m, int n, int beam) {
   return (double)right / n;
 }
 
-static char *replace(const char *text, const char *from, const char *to) {
-  const char *at = strstr(text, from);
-  if (!at) return NULL;
-  size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
-  char *out = malloc(n);
-  snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-  return out;
-}
-
 /* The experiment with its phases replaced. */
 static char *with_phases(const char *cfg, const char *phases) {
   const char *a = strstr(cfg, "phases = (");
@@ -157,17 +106,16 @@ static void test_policies(const char *cfg) {
     char list[512];
     snprintf(list, sizeof list, "phases = (%s);", phases[i][1]);
     char *text = with_phases(cfg, list);
-    struct trace tr = {0};
+    struct test_losses tr = {0};
     struct intrus_train_result res;
     struct intrus_error err = {0};
     const char *name = phases[i][0];
-    enum intrus_status st = train_text(text, name, 0, &tr, &res, &err);
+    enum intrus_status st = test_train_text(text, name, 0, &tr, &res, &err);
     EXPECT(st == INTRUS_OK, "%s: %s", name, err.msg);
     EXPECT(res.steps_done == 500, "%s: %ld steps", name, res.steps_done);
     EXPECT(tr.loss[250] < 0.25 * tr.loss[1], "%s: loss %.4f -> %.4f at step 250", name,
            tr.loss[1], tr.loss[250]);
-    struct intrus_plugin_search *s;
-    struct intrus_model *m = load_model(text, name, &s);
+    struct intrus_model *m = load_model(text, name);
     if (m) {
       double acc = copy_accuracy(m, 48, 4);
       printf("policy %-8s loss %.3f -> %.4f (step 250) -> %.4f, copies %.0f%% of 48 strings\n",
@@ -177,31 +125,28 @@ static void test_policies(const char *cfg) {
       EXPECT(acc >= 0.75, "%s: copies %.2f", name, acc);
     }
     intrus_model_destroy(m);
-    intrus_plugin_search_free(s);
     free(text);
   }
 }
 
 static void test_phases_resume(const char *cfg) {
-  struct trace full = {0}, part = {0};
+  struct test_losses full = {0}, part = {0};
   struct intrus_train_result res;
   struct intrus_error err = {0};
-  enum intrus_status st = train_text(cfg, "phased", 0, &full, &res, &err);
+  enum intrus_status st = test_train_text(cfg, "phased", 0, &full, &res, &err);
   EXPECT(st == INTRUS_OK, "%s", err.msg);
   EXPECT(res.steps_done == 400, "steps %ld", res.steps_done);
-  struct intrus_plugin_search *s;
-  struct intrus_model *m = load_model(cfg, "phased", &s);
+  struct intrus_model *m = load_model(cfg, "phased");
   if (m) {
     double acc = copy_accuracy(m, 64, 4);
     printf("phased (uniform pretraining, then sampled): copies %.0f%% of 64 strings\n", 100 * acc);
     EXPECT(acc >= 0.85, "copies %.2f", acc);
   }
   intrus_model_destroy(m);
-  intrus_plugin_search_free(s);
   /* stop inside phase 1, then inside phase 2 (with its optimizer restart), resume */
   static const long stops[] = {150, 260, 0};
   for (int i = 0; i < 3; i++) {
-    st = train_text(cfg, "resumed", stops[i], &part, &res, &err);
+    st = test_train_text(cfg, "resumed", stops[i], &part, &res, &err);
     EXPECT(st == INTRUS_OK, "%s", err.msg);
   }
   int same = 1;
@@ -215,11 +160,11 @@ static void test_restart_and_plateau(const char *cfg) {
       cfg, "phases = ({ name = \"a\"; order = { plugin = \"uniform\"; }; loss = \"uniform\"; "
            "steps = 100; }, { name = \"b\"; order = { plugin = \"l2r\"; }; steps = 1000; "
            "until = \"plateau\"; patience = 1; restart_optimizer = true; });");
-  char *t2 = replace(text, "valid_every = 100;", "valid_every = 20;");
-  struct trace tr = {0};
+  char *t2 = test_replace(text, "valid_every = 100;", "valid_every = 20;");
+  struct test_losses tr = {0};
   struct intrus_train_result res;
   struct intrus_error err = {0};
-  enum intrus_status st = train_text(t2, "plateau", 0, &tr, &res, &err);
+  enum intrus_status st = test_train_text(t2, "plateau", 0, &tr, &res, &err);
   EXPECT(st == INTRUS_OK, "%s", err.msg);
   EXPECT(res.steps_done > 100 && res.steps_done < 1100,
          "a plateau phase with patience 1 should end before its 1000 steps: %ld",
@@ -245,12 +190,8 @@ static double logaddexp(double a, double b) {
 }
 
 static void test_beam_equals_exhaustive(const char *cfg) {
-  struct intrus_plugin_search *s;
-  struct intrus_model *m = load_model(cfg, NULL, &s);
-  if (!m) {
-    intrus_plugin_search_free(s);
-    return;
-  }
+  struct intrus_model *m = load_model(cfg, NULL);
+  if (!m) return;
   int32_t src[2 * 4] = {4, 5, 6, 7, 9, 8, 0, 0};
   int lens[2] = {4, 2}, max_steps[2] = {EX_MAX, EX_MAX};
   struct intrus_src_batch sb = {.batch = 2, .len = 4, .tokens = src, .lens = lens};
@@ -319,7 +260,6 @@ static void test_beam_equals_exhaustive(const char *cfg) {
   ins_scorer_close(&sc);
   intrus_ctx_destroy(ctx);
   intrus_model_destroy(m);
-  intrus_plugin_search_free(s);
 }
 
 /* The scorer's slot_logits() against positions(): the same position log-probs up to a
@@ -327,14 +267,14 @@ static void test_beam_equals_exhaustive(const char *cfg) {
  * step and through the fallback that runs every row; tokens() then refuses other
  * slots. One- and two-layer decoders (the restricted step changes the last layer). */
 static void test_slot_logits(const char *cfg) {
-  char *two = replace(cfg, "plugin = \"insertion\"; layers = 1;",
-                      "plugin = \"insertion\"; layers = 2;");
+  char *two = test_replace(cfg, "plugin = \"insertion\"; layers = 1;",
+                           "plugin = \"insertion\"; layers = 2;");
   EXPECT(two != NULL, "toy-intrus.cfg no longer sets a one-layer decoder");
   if (!two) return;
   /* slots = "pair" reads a slot's right neighbour too: the restricted step then runs
    * the neighbours of the asked rows as well. */
-  char *pair = replace(two, "plugin = \"insertion\"; layers = 2;",
-                       "plugin = \"insertion\"; layers = 2; slots = \"pair\";");
+  char *pair = test_replace(two, "plugin = \"insertion\"; layers = 2;",
+                            "plugin = \"insertion\"; layers = 2; slots = \"pair\";");
   enum { NS = 5, MAXK = 5 };
   int32_t src[3 * 5] = {4, 5, 6, 7, 0, 9, 8, 0, 0, 0, 11, 10, 9, 8, 7};
   int lens[3] = {4, 2, 5};
@@ -345,12 +285,8 @@ static void test_slot_logits(const char *cfg) {
   int qstate[] = {0, 1, 1, 1, 3, 3, 3, 4, 4}, qslot[] = {0, 0, 2, 3, 0, 1, 5, 1, 2};
   const int Q = (int)(sizeof qstate / sizeof *qstate);
   for (int variant = 0; variant < 6; variant++) {
-    struct intrus_plugin_search *s;
-    struct intrus_model *m = load_model(variant < 2 ? cfg : variant < 4 ? two : pair, NULL, &s);
-    if (!m) {
-      intrus_plugin_search_free(s);
-      break;
-    }
+    struct intrus_model *m = load_model(variant < 2 ? cfg : variant < 4 ? two : pair, NULL);
+    if (!m) break;
     intrus_tensor *next = intrus_params_find(intrus_model_params(m), "decoder.slot_next");
     EXPECT((next != NULL) == (variant >= 4), "variant %d: decoder.slot_next %s", variant,
            next ? "present" : "missing");
@@ -446,41 +382,40 @@ static void test_slot_logits(const char *cfg) {
     free(part);
     intrus_ctx_destroy(ctx);
     intrus_model_destroy(m);
-    intrus_plugin_search_free(s);
   }
   free(two);
   free(pair);
 }
 
 static void test_config_errors(const char *cfg) {
-  struct trace tr = {0};
+  struct test_losses tr = {0};
   struct intrus_train_result res;
   struct intrus_error err = {0};
   /* an insertion decoder without phases */
   char *a = with_phases(cfg, "steps = 10;");
-  EXPECT(train_text(a, "e1", 0, &tr, &res, &err) == INTRUS_ERR_CONFIG, "no phases accepted");
+  EXPECT(test_train_text(a, "e1", 0, &tr, &res, &err) == INTRUS_ERR_CONFIG, "no phases accepted");
   EXPECT_CONTAINS(err.msg, "phases");
   free(a);
   /* phases with the autoregressive decoder */
-  a = replace(cfg, "plugin = \"insertion\";", "plugin = \"autoregressive\";");
-  EXPECT(train_text(a, "e2", 0, &tr, &res, &err) == INTRUS_ERR_CONFIG, "phases accepted");
+  a = test_replace(cfg, "plugin = \"insertion\";", "plugin = \"autoregressive\";");
+  EXPECT(test_train_text(a, "e2", 0, &tr, &res, &err) == INTRUS_ERR_CONFIG, "phases accepted");
   EXPECT_CONTAINS(err.msg, "insertion decoders");
   free(a);
   /* an unknown policy: the error lists the available ones and points at the line */
-  a = replace(cfg, "plugin = \"sampled\";", "plugin = \"sampeld\";");
-  EXPECT(train_text(a, "e3", 0, &tr, &res, &err) != INTRUS_OK, "unknown policy accepted");
+  a = test_replace(cfg, "plugin = \"sampled\";", "plugin = \"sampeld\";");
+  EXPECT(test_train_text(a, "e3", 0, &tr, &res, &err) != INTRUS_OK, "unknown policy accepted");
   EXPECT_CONTAINS(err.msg, "toy.cfg:");
   EXPECT_CONTAINS(err.msg, "sampeld");
   EXPECT_CONTAINS(err.msg, "uniform");
   free(a);
   /* a bad loss name */
-  a = replace(cfg, "loss = \"main\";", "loss = \"mian\";");
-  EXPECT(train_text(a, "e4", 0, &tr, &res, &err) == INTRUS_ERR_CONFIG, "bad loss accepted");
+  a = test_replace(cfg, "loss = \"main\";", "loss = \"mian\";");
+  EXPECT(test_train_text(a, "e4", 0, &tr, &res, &err) == INTRUS_ERR_CONFIG, "bad loss accepted");
   EXPECT_CONTAINS(err.msg, "mian");
   free(a);
   /* model.order with an insertion decoder */
-  a = replace(cfg, "d_model = 32;", "d_model = 32; order = \"r2l\";");
-  EXPECT(train_text(a, "e5", 0, &tr, &res, &err) == INTRUS_ERR_CONFIG, "order accepted");
+  a = test_replace(cfg, "d_model = 32;", "d_model = 32; order = \"r2l\";");
+  EXPECT(test_train_text(a, "e5", 0, &tr, &res, &err) == INTRUS_ERR_CONFIG, "order accepted");
   EXPECT_CONTAINS(err.msg, "order");
   free(a);
 }
@@ -561,8 +496,9 @@ static bool phase_spec(const char *cfg, const char *phase, struct intrus_plugin_
  * twice, and over the seeds every state comes up. */
 static void test_states_some_draws(const char *cfg) {
   enum { N0 = 2, N1 = 6, L = 6, SEEDS = 40 };
-  struct intrus_plugin_search *s;
-  struct intrus_model *m = load_model(cfg, NULL, &s);
+  struct intrus_plugin_search *s = intrus_plugin_search_create();
+  intrus_plugin_search_add_defaults(s); /* for the phase's order plugin */
+  struct intrus_model *m = load_model(cfg, NULL);
   struct train_phases ph = {0};
   if (!m || !phase_spec(cfg,
                         "{ order = { plugin = \"l2r\"; }; states = \"some\"; per_sentence = 4; "
@@ -682,7 +618,7 @@ static void test_states_some(const char *cfg) {
       "states = \"some\"; per_sentence = 50;", "states = \"one\";",
       "states = \"some\"; per_sentence = 1;", "states = \"some\"; per_sentence = 4;",
       "states = \"some\";"};
-  static struct trace tr[RUNS];
+  static struct test_losses tr[RUNS];
   for (int i = 0; i < RUNS; i++) {
     char list[512], run[32];
     snprintf(list, sizeof list,
@@ -693,8 +629,8 @@ static void test_states_some(const char *cfg) {
     struct intrus_train_result res;
     struct intrus_error err = {0};
     memset(&tr[i], 0, sizeof tr[i]);
-    EXPECT(train_text(text, run, 0, &tr[i], &res, &err) == INTRUS_OK, "%s: %s", states[i],
-           err.msg);
+    EXPECT(test_train_text(text, run, 0, &tr[i], &res, &err) == INTRUS_OK, "%s: %s",
+           states[i], err.msg);
     EXPECT(res.steps_done == STEPS, "%s: %ld steps", states[i], res.steps_done);
     free(text);
   }
@@ -729,10 +665,10 @@ static void test_states_some(const char *cfg) {
     snprintf(list, sizeof list,
              "phases = ({ order = { plugin = \"uniform\"; }; %s steps = 5; });", bad[j].states);
     char *text = with_phases(cfg, list);
-    struct trace t = {0};
+    struct test_losses t = {0};
     struct intrus_train_result res;
     struct intrus_error err = {0};
-    EXPECT(train_text(text, "somebad", 0, &t, &res, &err) == INTRUS_ERR_CONFIG, "%s accepted",
+    EXPECT(test_train_text(text, "somebad", 0, &t, &res, &err) == INTRUS_ERR_CONFIG, "%s accepted",
            bad[j].states);
     EXPECT_CONTAINS(err.msg, bad[j].want);
     EXPECT_CONTAINS(err.msg, bad[j].want2);
@@ -742,18 +678,9 @@ static void test_states_some(const char *cfg) {
 }
 
 int main(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/intrus-test-intrus-XXXXXX");
-  if (!mkdtemp(tmpdir)) {
-    perror("mkdtemp");
-    return 1;
-  }
-  char path[600];
-  snprintf(path, sizeof path, "%s/experiments/toy-intrus.cfg", test_srcdir());
-  char *cfg = test_read_file(path);
-  if (!cfg) {
-    fprintf(stderr, "cannot read %s\n", path);
-    return 1;
-  }
+  if (!test_make_tmpdir("/tmp/intrus-test-intrus-XXXXXX")) return 1;
+  char *cfg = test_read_srcfile("experiments/toy-intrus.cfg");
+  if (!cfg) return 1;
   test_beam_equals_exhaustive(cfg);
   test_slot_logits(cfg);
   test_config_errors(cfg);
@@ -763,8 +690,6 @@ int main(void) {
   test_restart_and_plateau(cfg);
   test_policies(cfg);
   free(cfg);
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+  test_remove_tmpdir();
   return test_finish("test_intrus");
 }

@@ -14,8 +14,6 @@
 
 #define PAIRS 16
 
-static char tmp[256];
-
 static int words(const char *s) {
   int n = 0;
   for (const char *p = s; *p;) {
@@ -96,13 +94,13 @@ static const char *intrus_model =
 
 static double run_bleu(const char *name, const char *model) {
   char path[600];
-  snprintf(path, sizeof path, "%s/%s.cfg", tmp, name);
+  snprintf(path, sizeof path, "%s/%s.cfg", test_tmpdir, name);
   FILE *f = fopen(path, "w");
   fprintf(f, "%s%s", common, model);
   fclose(f);
   char args[700], out[1 << 16];
   snprintf(args, sizeof args, "run %s.cfg -o %s -q", name, name);
-  int rc = test_run_intrus(tmp, args, out, sizeof out);
+  int rc = test_run_intrus(test_tmpdir, args, out, sizeof out);
   EXPECT(rc == 0, "%s: exit %d: %s", name, rc, out);
   const char *b = strstr(out, "BLEU = ");
   EXPECT(b != NULL, "%s: no BLEU line: %s", name, out);
@@ -112,21 +110,15 @@ static double run_bleu(const char *name, const char *model) {
 }
 
 int main(void) {
-  snprintf(tmp, sizeof tmp, "/tmp/intrus-test-memorise-XXXXXX");
-  if (!mkdtemp(tmp)) return 1;
-  char dir[600];
-  snprintf(dir, sizeof dir, "%s/data", tmp);
-  char cmd[700];
-  snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-  if (system(cmd) != 0) return 1;
+  if (!test_make_tmpdir("/tmp/intrus-test-memorise-XXXXXX")) return 1;
+  const char *dir = test_tmp_path("data");
+  if (mkdir(dir, 0700) != 0) return 1;
   int got = make_data(dir);
   EXPECT(got == PAIRS, "found %d short pairs, want %d", got, PAIRS);
   double l2r = run_bleu("mem-l2r", l2r_model);
   EXPECT(l2r >= 95.0, "left-to-right model reproduces its training pairs at BLEU %.2f", l2r);
   double ins = run_bleu("mem-intrus", intrus_model);
   EXPECT(ins >= 95.0, "INTRUS model reproduces its training pairs at BLEU %.2f", ins);
-  if (!getenv("INTRUS_TEST_KEEP")) snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-  else snprintf(cmd, sizeof cmd, "true");
-  if (system(cmd) != 0) return 1;
+  if (!getenv("INTRUS_TEST_KEEP") && test_remove_tmpdir() != 0) return 1;
   return test_finish("test_memorise");
 }

@@ -10,38 +10,9 @@
 #include "testutil.h"
 #include "tools/mo.h"
 
-static char tmpdir[64];
 
 static void fixture(char *out, size_t cap, const char *name) {
   snprintf(out, cap, "%s/tests/data/mo/%s", test_srcdir(), name);
-}
-
-/* The whole file, NUL-terminated so text files can be searched. */
-static unsigned char *slurp(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  unsigned char *buf = NULL;
-  size_t n = 0, cap = 0, k;
-  do {
-    if (n + 1 >= cap) {
-      cap = cap ? 2 * cap : 4096;
-      if (!(buf = realloc(buf, cap))) abort();
-    }
-    k = fread(buf + n, 1, cap - n - 1, f);
-    n += k;
-  } while (k);
-  fclose(f);
-  buf[n] = '\0';
-  *len = n;
-  return buf;
-}
-
-static void spit(const char *path, const void *data, size_t len) {
-  FILE *f = fopen(path, "wb");
-  if (!f || fwrite(data, 1, len, f) != len || fclose(f)) {
-    fprintf(stderr, "cannot write %s\n", path);
-    abort();
-  }
 }
 
 static const char *find_tgt(const struct mo_corpus *c, const char *src) {
@@ -115,7 +86,7 @@ static void test_big_endian(void) {
   char path[512];
   fixture(path, sizeof path, "de.mo");
   size_t len;
-  unsigned char *le = slurp(path, &len);
+  unsigned char *le = test_read_bytes(path, &len);
   EXPECT(le && len > 28, "cannot read %s", path);
   if (!le) return;
   unsigned char *be = malloc(len);
@@ -148,15 +119,13 @@ static void test_big_endian(void) {
   mo_close(&b);
 
   /* And the tool reads it from a file. */
-  char bepath[128], cmd[1024];
-  snprintf(bepath, sizeof bepath, "%s/big.mo", tmpdir);
-  spit(bepath, be, len);
+  char cmd[1024];
+  const char *bepath = test_write_bytes(test_tmp_path("big.mo"), be, len);
   snprintf(cmd, sizeof cmd, "%s/intrus-mocorpus -q --lang de %s > %s/big.tsv", test_builddir(),
-           bepath, tmpdir);
+           bepath, test_tmpdir);
   EXPECT(system(cmd) == 0, "%s", cmd);
-  snprintf(path, sizeof path, "%s/big.tsv", tmpdir);
   size_t tl;
-  char *tsv = (char *)slurp(path, &tl);
+  char *tsv = (char *)test_read_bytes(test_tmp_path("big.tsv"), &tl);
   if (tsv) {
     EXPECT_CONTAINS(tsv, "Close all open windows\tAlle offenen Fenster schließen\n");
     free(tsv);
@@ -292,7 +261,7 @@ static void test_errors(void) {
   char path[512];
   fixture(path, sizeof path, "de.mo");
   size_t len;
-  unsigned char *good = slurp(path, &len);
+  unsigned char *good = test_read_bytes(path, &len);
   if (!good) return;
   unsigned char *bad = malloc(len);
   struct mo_catalog cat;
@@ -340,18 +309,17 @@ static void test_errors(void) {
   EXPECT_CONTAINS(err.msg, "/nonexistent/x.mo: No such file");
 
   /* The tool: a corrupt catalog stops it (exit 5) unless --keep-going. */
-  char badpath[128], cmd[2048], log[128];
-  snprintf(badpath, sizeof badpath, "%s/bad.mo", tmpdir);
-  snprintf(log, sizeof log, "%s/err.txt", tmpdir);
+  char cmd[2048];
+  const char *log = test_tmp_path("err.txt");
   memcpy(bad, good, len);
   bad[0] = 'X';
-  spit(badpath, bad, len);
+  const char *badpath = test_write_bytes(test_tmp_path("bad.mo"), bad, len);
   snprintf(cmd, sizeof cmd, "%s/intrus-mocorpus --lang de %s %s > /dev/null 2> %s",
            test_builddir(), path, badpath, log);
   int st = system(cmd);
   EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 5, "exit status %d for a corrupt catalog", st);
   size_t ll;
-  char *msg = (char *)slurp(log, &ll);
+  char *msg = (char *)test_read_bytes(log, &ll);
   if (msg) {
     EXPECT_CONTAINS(msg, "bad.mo: bad magic");
     free(msg);
@@ -359,7 +327,7 @@ static void test_errors(void) {
   snprintf(cmd, sizeof cmd, "%s/intrus-mocorpus -k --lang de %s %s > /dev/null 2> %s",
            test_builddir(), path, badpath, log);
   EXPECT(system(cmd) == 0, "--keep-going");
-  if ((msg = (char *)slurp(log, &ll))) {
+  if ((msg = (char *)test_read_bytes(log, &ll))) {
     EXPECT_CONTAINS(msg, "warning: ");
     EXPECT_CONTAINS(msg, "1 unreadable");
     free(msg);
@@ -418,27 +386,25 @@ static void test_split(void) {
 
 /* Deduplication across catalogs, charset skips, --stats and --split, end to end. */
 static void test_tool(void) {
-  char de[512], l1[512], ja[512], cmd[4096], path[256];
+  char de[512], l1[512], ja[512], cmd[4096];
   fixture(de, sizeof de, "de.mo");
   fixture(l1, sizeof l1, "latin1.mo");
   fixture(ja, sizeof ja, "ja.mo");
   snprintf(cmd, sizeof cmd,
            "%s/intrus-mocorpus --lang de --stats %s/stats.tsv --split %s/split --valid 2 "
            "--test 3 %s %s %s 2> %s/log.txt",
-           test_builddir(), tmpdir, tmpdir, de, l1, de, tmpdir);
+           test_builddir(), test_tmpdir, test_tmpdir, de, l1, de, test_tmpdir);
   EXPECT(system(cmd) == 0, "%s", cmd);
   size_t len;
   char *s;
-  snprintf(path, sizeof path, "%s/log.txt", tmpdir);
-  if ((s = (char *)slurp(path, &len))) {
+  if ((s = (char *)test_read_bytes(test_tmp_path("log.txt"), &len))) {
     EXPECT_CONTAINS(s, "latin1.mo: charset is ISO-8859-1; skipped");
     EXPECT_CONTAINS(s, "11 pairs kept");
     EXPECT_CONTAINS(s, "duplicate 13"); /* 1 in de.mo, then all 12 of its second reading */
     EXPECT_CONTAINS(s, "train 6, valid 2, test 3 pairs");
     free(s);
   }
-  snprintf(path, sizeof path, "%s/stats.tsv", tmpdir);
-  if ((s = (char *)slurp(path, &len))) {
+  if ((s = (char *)test_read_bytes(test_tmp_path("stats.tsv"), &len))) {
     EXPECT_CONTAINS(s, "de.mo\t19\t11\tok\n");
     EXPECT_CONTAINS(s, "latin1.mo\t2\t0\tcharset\n");
     EXPECT_CONTAINS(s, "de.mo\t19\t0\tok\n");
@@ -448,9 +414,10 @@ static void test_tool(void) {
                                       "valid.de", "test.en",  "test.de"};
   static const int lines[] = {6, 6, 2, 2, 3, 3};
   for (int i = 0; i < 6; i++) {
-    snprintf(path, sizeof path, "%s/split/%s", tmpdir, files[i]);
+    char name[64];
+    snprintf(name, sizeof name, "split/%s", files[i]);
     int n = -1;
-    if ((s = (char *)slurp(path, &len))) {
+    if ((s = (char *)test_read_bytes(test_tmp_path(name), &len))) {
       n = 0;
       for (size_t j = 0; j < len; j++) n += s[j] == '\n';
       free(s);
@@ -459,10 +426,9 @@ static void test_tool(void) {
   }
   /* Japanese through the tool: the script check follows --lang. */
   snprintf(cmd, sizeof cmd, "%s/intrus-mocorpus -q --lang ja %s > %s/ja.tsv", test_builddir(), ja,
-           tmpdir);
+           test_tmpdir);
   EXPECT(system(cmd) == 0, "%s", cmd);
-  snprintf(path, sizeof path, "%s/ja.tsv", tmpdir);
-  if ((s = (char *)slurp(path, &len))) {
+  if ((s = (char *)test_read_bytes(test_tmp_path("ja.tsv"), &len))) {
     EXPECT_CONTAINS(s, "Open the selected file\t選択したファイルを開く\n");
     EXPECT(!strstr(s, "Print the current page"), "untranslated Japanese kept");
     free(s);
@@ -472,11 +438,7 @@ static void test_tool(void) {
 }
 
 int main(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/test_mocorpus.XXXXXX");
-  if (!mkdtemp(tmpdir)) {
-    perror("mkdtemp");
-    return 1;
-  }
+  if (!test_make_tmpdir("/tmp/test_mocorpus.XXXXXX")) return 1;
   test_german();
   test_big_endian();
   test_scripts();
@@ -484,8 +446,6 @@ int main(void) {
   test_errors();
   test_split();
   test_tool();
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
-  if (system(cmd)) fprintf(stderr, "could not remove %s\n", tmpdir);
+  test_remove_tmpdir();
   return test_finish("test_mocorpus");
 }

@@ -17,16 +17,7 @@
 #include "intrus/train.h"
 #include "testutil.h"
 
-static char tmp[256];
-
 #define MAX_STEPS 64
-struct trace {
-  double loss[MAX_STEPS + 1];
-};
-static void record(long step, double loss, void *user) {
-  struct trace *t = user;
-  if (step <= MAX_STEPS) t->loss[step] = loss;
-}
 
 static const char *cfg_fmt =
     "name = \"mt\"; seed = 3;\n"
@@ -64,21 +55,22 @@ static void write_cfg(const char *path, const char *data_dir) {
   fclose(f);
 }
 
-static enum intrus_status train(const char *cfg_path, const char *run, long max_steps,
-                                struct trace *tr, struct intrus_error *err) {
+/* Trains the experiment file cfg_path into the run directory run, calling
+ * on_step(step, loss, user) after each step. */
+static enum intrus_status train_with(const char *cfg_path, const char *run, long max_steps,
+                                     void (*on_step)(long, double, void *), void *user,
+                                     struct intrus_train_result *res, struct intrus_error *err) {
   struct intrus_config *cfg = intrus_config_load_file(cfg_path, err);
   if (!cfg) return err->status;
-  struct intrus_plugin_search *s = intrus_plugin_search_create();
-  intrus_plugin_search_add_defaults(s);
-  char dir[512];
-  snprintf(dir, sizeof dir, "%s/%s", tmp, run);
-  struct intrus_train_options opt = {.run_dir = dir, .search = s, .max_steps = max_steps,
-                                     .on_step = record, .user = tr};
-  struct intrus_train_result res;
-  enum intrus_status st = intrus_train(cfg, &opt, &res, err);
-  intrus_plugin_search_free(s);
+  enum intrus_status st = test_train_config(cfg, run, max_steps, on_step, user, res, err);
   intrus_config_free(cfg);
   return st;
+}
+
+static enum intrus_status train(const char *cfg_path, const char *run, long max_steps,
+                                struct test_losses *tr, struct intrus_error *err) {
+  struct intrus_train_result res;
+  return train_with(cfg_path, run, max_steps, test_record_loss, tr, &res, err);
 }
 
 
@@ -93,7 +85,7 @@ static size_t count_lines(const char *path) {
 }
 
 static void test_resume_exact(const char *cfg) {
-  struct trace a = {0}, b = {0};
+  struct test_losses a = {0}, b = {0};
   struct intrus_error err = {0};
   EXPECT(train(cfg, "a", 20, &a, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(train(cfg, "b", 10, &b, &err) == INTRUS_OK, "%s", err.msg);
@@ -104,12 +96,12 @@ static void test_resume_exact(const char *cfg) {
   EXPECT(a.loss[20] < a.loss[1], "loss did not go down: %g -> %g", a.loss[1], a.loss[20]);
   /* Validation at steps 10 and 20 decoded the valid set for BLEU and kept the best. */
   char path[600];
-  snprintf(path, sizeof path, "%s/a/best.ckpt", tmp);
+  snprintf(path, sizeof path, "%s/a/best.ckpt", test_tmpdir);
   EXPECT(access(path, R_OK) == 0, "no %s", path);
   char **log;
   size_t n;
   struct intrus_error lerr = {0};
-  snprintf(path, sizeof path, "%s/a/train.log", tmp);
+  snprintf(path, sizeof path, "%s/a/train.log", test_tmpdir);
   EXPECT(intrus_lines_read(path, &log, &n, &lerr) == INTRUS_OK, "%s", lerr.msg);
   if (!lerr.status) {
     EXPECT_CONTAINS(log[0], "valid_bleu");
@@ -126,7 +118,7 @@ static void test_resume_exact(const char *cfg) {
 static void test_vocab_mismatch(const char *cfg) {
   /* Change one token of run b's vocabulary: resuming must refuse the checkpoint. */
   char path[600];
-  snprintf(path, sizeof path, "%s/b/vocab.txt", tmp);
+  snprintf(path, sizeof path, "%s/b/vocab.txt", test_tmpdir);
   char **lines;
   size_t n;
   struct intrus_error err = {0};
@@ -135,7 +127,7 @@ static void test_vocab_mismatch(const char *cfg) {
   for (size_t i = 0; i < n; i++) fprintf(f, "%s%s\n", lines[i], i == n - 1 ? "x" : "");
   fclose(f);
   intrus_lines_free(lines, n);
-  struct trace t = {0};
+  struct test_losses t = {0};
   EXPECT(train(cfg, "b", 21, &t, &err) == INTRUS_ERR_FORMAT, "status: %s", err.msg);
   EXPECT_CONTAINS(err.msg, "checkpoint.ckpt");
   EXPECT_CONTAINS(err.msg, "vocabulary");
@@ -143,26 +135,22 @@ static void test_vocab_mismatch(const char *cfg) {
 
 static void test_cli_decode_and_run(void) {
   char out[16384];
-  int rc = test_run_intrus(tmp, "decode mt.cfg -o a -i data/test.en -O a/test.out -q", out, sizeof out);
+  int rc = test_run_intrus(test_tmpdir, "decode mt.cfg -o a -i data/test.en -O a/test.out -q",
+                           out, sizeof out);
   EXPECT(rc == 0, "decode exit %d: %s", rc, out);
   char path[600];
-  snprintf(path, sizeof path, "%s/a/test.out", tmp);
+  snprintf(path, sizeof path, "%s/a/test.out", test_tmpdir);
   EXPECT(count_lines(path) == 30, "decoded %zu lines for 30 inputs", count_lines(path));
-  rc = test_run_intrus(tmp, "run mt.cfg -o a -q", out, sizeof out);
+  rc = test_run_intrus(test_tmpdir, "run mt.cfg -o a -q", out, sizeof out);
   EXPECT(rc == 0, "run exit %d: %s", rc, out);
   EXPECT_CONTAINS(out, "BLEU = ");
   EXPECT_CONTAINS(out, "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.3.1");
-  snprintf(path, sizeof path, "%s/a/results.json", tmp);
-  FILE *f = fopen(path, "r");
-  char json[4096] = {0};
-  if (f) {
-    size_t got = fread(json, 1, sizeof json - 1, f);
-    json[got] = '\0';
-    fclose(f);
-  }
+  char *json = test_read_file(test_tmp_path("a/results.json"));
   EXPECT_CONTAINS(json, "\"BLEU\": ");
   EXPECT_CONTAINS(json, "\"test_sentences\": 30");
-  rc = test_run_intrus(tmp, "decode mt.cfg -o nosuchrun -i data/test.en -q", out, sizeof out);
+  free(json);
+  rc = test_run_intrus(test_tmpdir, "decode mt.cfg -o nosuchrun -i data/test.en -q", out,
+                       sizeof out);
   EXPECT(rc == 5, "decode without a trained run: exit %d: %s", rc, out);
   EXPECT_CONTAINS(out, "nosuchrun");
 }
@@ -179,22 +167,22 @@ static double wall_s(void) {
  * unless NULL. */
 static void write_cfg_with(const char *path, const char *data_dir, const char *from,
                            const char *to, const char *from2, const char *to2) {
-  char text[4096], out[4096];
-  snprintf(text, sizeof text, cfg_fmt, data_dir);
+  char base[4096];
+  snprintf(base, sizeof base, cfg_fmt, data_dir);
+  char *text = strdup(base);
   for (int i = 0; i < 2; i++) {
     const char *f = i ? from2 : from, *t = i ? to2 : to;
     if (!f) continue;
-    const char *at = strstr(text, f);
-    if (!at) {
+    char *next = test_replace(text, f, t);
+    if (!next) {
       fprintf(stderr, "'%s' is no longer in the test's experiment\n", f);
       exit(1);
     }
-    snprintf(out, sizeof out, "%.*s%s%s", (int)(at - text), text, t, at + strlen(f));
-    memcpy(text, out, sizeof text);
+    free(text);
+    text = next;
   }
-  FILE *fp = fopen(path, "w");
-  fputs(text, fp);
-  fclose(fp);
+  test_write_file(path, text);
+  free(text);
 }
 
 /* A uint64 record of a checkpoint; false when the file or the record is missing. */
@@ -232,20 +220,10 @@ static void probe_step(long step, double loss, void *user) {
 
 static enum intrus_status train_probe(const char *cfg_path, const char *run, long max_steps,
                                       struct probe *p, struct intrus_error *err) {
-  struct intrus_config *cfg = intrus_config_load_file(cfg_path, err);
-  if (!cfg) return err->status;
-  struct intrus_plugin_search *s = intrus_plugin_search_create();
-  intrus_plugin_search_add_defaults(s);
-  char dir[512];
-  snprintf(dir, sizeof dir, "%s/%s", tmp, run);
-  snprintf(p->best, sizeof p->best, "%s/best.ckpt", dir);
-  struct intrus_train_options opt = {.run_dir = dir, .search = s, .max_steps = max_steps,
-                                     .on_step = probe_step, .user = p};
+  snprintf(p->best, sizeof p->best, "%s/%s/best.ckpt", test_tmpdir, run);
   struct intrus_train_result res;
-  enum intrus_status st = intrus_train(cfg, &opt, &res, err);
+  enum intrus_status st = train_with(cfg_path, run, max_steps, probe_step, p, &res, err);
   p->seconds = st ? NAN : res.seconds;
-  intrus_plugin_search_free(s);
-  intrus_config_free(cfg);
   return st;
 }
 
@@ -259,7 +237,7 @@ struct log_row {
 };
 static int read_log(const char *run, struct log_row *rows, int cap) {
   char path[600];
-  snprintf(path, sizeof path, "%s/%s/train.log", tmp, run);
+  snprintf(path, sizeof path, "%s/%s/train.log", test_tmpdir, run);
   char **lines;
   size_t n;
   struct intrus_error err = {0};
@@ -303,7 +281,7 @@ static bool number(const char *s, double *v) {
  * loss-only validation at 5, the one of step 10 still there after step 15). */
 static void test_valid_bleu_every(const char *data) {
   char cfg[700];
-  snprintf(cfg, sizeof cfg, "%s/vb.cfg", tmp);
+  snprintf(cfg, sizeof cfg, "%s/vb.cfg", test_tmpdir);
   write_cfg_with(cfg, data, "valid_every = 10;", "valid_every = 5; valid_bleu_every = 10;", NULL,
                  NULL);
   struct probe p;
@@ -359,7 +337,7 @@ static void test_valid_bleu_every(const char *data) {
   struct log_row br[2][8];
   for (int i = 0; i < 2; i++) {
     char bcfg[700];
-    snprintf(bcfg, sizeof bcfg, "%s/%s.cfg", tmp, beam_runs[i][0]);
+    snprintf(bcfg, sizeof bcfg, "%s/%s.cfg", test_tmpdir, beam_runs[i][0]);
     write_cfg_with(bcfg, data, "valid_every = 10;", beam_runs[i][1], "beam = 2;",
                    beam_runs[i][2]);
     struct probe q;
@@ -388,7 +366,7 @@ static void test_valid_bleu_every(const char *data) {
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     char bcfg[700];
-    snprintf(bcfg, sizeof bcfg, "%s/vbbad%zu.cfg", tmp, i);
+    snprintf(bcfg, sizeof bcfg, "%s/vbbad%zu.cfg", test_tmpdir, i);
     write_cfg_with(bcfg, data, "valid_every = 10;", bad[i].to, NULL, NULL);
     struct probe q;
     memset(&q, 0, sizeof q);
@@ -406,7 +384,7 @@ static void test_valid_bleu_every(const char *data) {
 static void test_train_s(const char *data) {
   enum { SLEEP_US = 30000 };
   char cfg[700];
-  snprintf(cfg, sizeof cfg, "%s/ts.cfg", tmp);
+  snprintf(cfg, sizeof cfg, "%s/ts.cfg", test_tmpdir);
   /* A wide validation beam makes the BLEU validations slow next to the steps. */
   write_cfg_with(cfg, data, "valid_every = 10;",
                  "valid_every = 5; valid_bleu_every = 10; valid_beam = 48;", NULL, NULL);
@@ -418,7 +396,7 @@ static void test_train_s(const char *data) {
   EXPECT(train_probe(cfg, "ts", 10, &p, &err) == INTRUS_OK, "%s", err.msg);
   double t1 = wall_s(), p1_seconds = p.seconds;
   char path[600];
-  snprintf(path, sizeof path, "%s/ts/checkpoint.ckpt", tmp);
+  snprintf(path, sizeof path, "%s/ts/checkpoint.ckpt", test_tmpdir);
   uint64_t ms10 = 0;
   EXPECT(ckpt_u64(path, "train_ms", &ms10), "no train_ms after 10 steps");
   struct log_row rows[8];
@@ -476,18 +454,16 @@ static void test_train_s(const char *data) {
 static void bad_data(const char *name, const char *train_en_text, const char *want1,
                      const char *want2) {
   char dir[600], cfg[700];
-  snprintf(dir, sizeof dir, "%s/%s", tmp, name);
+  snprintf(dir, sizeof dir, "%s/%s", test_tmpdir, name);
   char cmd[2048];
-  snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/data/* %s/", dir, tmp, dir);
+  snprintf(cmd, sizeof cmd, "mkdir -p %s && cp %s/data/* %s/", dir, test_tmpdir, dir);
   EXPECT(system(cmd) == 0, "%s", cmd);
   char path[800];
   snprintf(path, sizeof path, "%s/train.en", dir);
-  FILE *f = fopen(path, "w");
-  fputs(train_en_text, f);
-  fclose(f);
-  snprintf(cfg, sizeof cfg, "%s/%s.cfg", tmp, name);
+  test_write_file(path, train_en_text);
+  snprintf(cfg, sizeof cfg, "%s/%s.cfg", test_tmpdir, name);
   write_cfg(cfg, dir);
-  struct trace t = {0};
+  struct test_losses t = {0};
   struct intrus_error err = {0};
   enum intrus_status st = train(cfg, name, 1, &t, &err);
   EXPECT(st == INTRUS_ERR_DATA, "%s: status %d: %s", name, st, err.msg);
@@ -496,11 +472,10 @@ static void bad_data(const char *name, const char *train_en_text, const char *wa
 }
 
 int main(void) {
-  snprintf(tmp, sizeof tmp, "/tmp/intrus-test-mt-XXXXXX");
-  if (!mkdtemp(tmp)) return 1;
+  if (!test_make_tmpdir("/tmp/intrus-test-mt-XXXXXX")) return 1;
   char data[600], cfg[700];
-  snprintf(data, sizeof data, "%s/data", tmp);
-  snprintf(cfg, sizeof cfg, "%s/mt.cfg", tmp);
+  snprintf(data, sizeof data, "%s/data", test_tmpdir);
+  snprintf(cfg, sizeof cfg, "%s/mt.cfg", test_tmpdir);
   char cmd[800];
   snprintf(cmd, sizeof cmd, "mkdir -p %s", data);
   if (system(cmd) != 0) return 1;
@@ -519,7 +494,6 @@ int main(void) {
   bad_data("badutf8", "Open file\nSave \xff file\n", "train.en:2:", "invalid UTF-8");
   bad_data("empty", "", "train.en", "empty file");
   bad_data("unequal", "Open file\n", "train.en has 1 lines", "train.de has 300");
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp);
+  test_remove_tmpdir();
   return test_finish("test_mt");
 }

@@ -4,9 +4,6 @@
  * dropout's statistics and determinism, and the shape ops' data layout. */
 #include <stdint.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "intrus/rng.h"
 #include "intrus/tensor.h"
@@ -190,7 +187,6 @@ static void test_add_mul(void) {
   intrus_ctx_destroy(ctx);
 }
 
-static void set_threads(int n);
 
 /* Above INTRUS_OMP_MIN_STREAM (131072), so the parallel loops are taken, with row
  * lengths that cut the threads' parts mid-row, a row of one (scalar b) and of 7 (short
@@ -203,7 +199,7 @@ static void test_add_mul_large(void) {
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     const int as[2] = {cases[c][0], cases[c][1]};
     for (int threads = 1; threads <= 2; threads++) {
-      set_threads(threads);
+      test_set_threads(threads);
       intrus_ctx_reset(ctx);
       intrus_tensor *a = random_tensor(ctx, &r, 2, as), *b = random_tensor(ctx, &r, 1, &as[1]);
       intrus_tensor *same = random_tensor(ctx, &r, 2, as);
@@ -233,14 +229,6 @@ static intrus_tensor *dropout_step(intrus_ctx *ctx, const float *x, uint64_t ste
   intrus_ctx_set_training(ctx, true);
   const int n = DROP_N;
   return intrus_dropout(ctx, intrus_tensor_from(ctx, 1, &n, x), p);
-}
-
-static void set_threads(int n) {
-#ifdef _OPENMP
-  omp_set_num_threads(n);
-#else
-  (void)n;
-#endif
 }
 
 static void test_dropout(void) {
@@ -300,10 +288,10 @@ static void test_dropout(void) {
     EXPECT_NEAR((double)kept / n, 1.0 - ps[k], 0.006);
   }
 
-  set_threads(1);
+  test_set_threads(1);
   out = dropout_step(ctx, x, 3, p);
   memcpy(y, out->data, DROP_N * sizeof(float));
-  set_threads(2);
+  test_set_threads(2);
   out = dropout_step(ctx, x, 3, p);
   EXPECT(memcmp(y, out->data, DROP_N * sizeof(float)) == 0,
          "dropout differs between 1 and 2 threads");
@@ -338,9 +326,9 @@ static void test_thread_independence(void) {
     float *d1 = malloc(cols * sizeof(float)), *d2 = malloc(cols * sizeof(float));
     tu_fill_uniform(&r, xa, (size_t)rows * cols, -1.0f, 1.0f);
     tu_fill_uniform(&r, xb, cols, -1.0f, 1.0f);
-    set_threads(1);
+    test_set_threads(1);
     broadcast_grad(ctx, xa, xb, d1, rows, cols);
-    set_threads(2);
+    test_set_threads(2);
     broadcast_grad(ctx, xa, xb, d2, rows, cols);
     EXPECT(memcmp(d1, d2, cols * sizeof(float)) == 0,
            "[%d, %d]: broadcast gradient differs between 1 and 2 threads", rows, cols);

@@ -8,9 +8,6 @@
 #include <stdint.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "intrus/tensor.h"
 #include "tensor/ops_internal.h"
@@ -225,9 +222,7 @@ static void test_masked_softmax(intrus_ctx *ctx) {
  * is reduced in row order. */
 static void ce_run(int threads, int R, int V, const float *x, const int32_t *t, float *loss,
                    float *grad) {
-#ifdef _OPENMP
-  omp_set_num_threads(threads);
-#endif
+  test_set_threads(threads);
   intrus_ctx *ctx = intrus_ctx_create(0);
   const int xs[2] = {R, V};
   intrus_tensor *xt = intrus_tensor_from(ctx, 2, xs, x);
@@ -260,34 +255,19 @@ static void test_ce_threads(void) {
   free(g2);
 }
 
+static void embed_bad_id(const void *unused) {
+  (void)unused;
+  intrus_ctx *ctx = intrus_ctx_create(1 << 16);
+  const int ts[2] = {5, 2}, ids_shape[1] = {3};
+  const int32_t ids[3] = {0, 7, 1};
+  intrus_embedding(ctx, intrus_tensor_zeros(ctx, 2, ts), ids, 1, ids_shape);
+}
+
 /* An id outside [0, V) panics with the id and V (run in a child: a panic aborts). */
 static void test_embedding_bad_id(void) {
-  int fds[2];
-  if (pipe(fds) != 0) {
-    EXPECT(0, "pipe failed");
-    return;
-  }
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    dup2(fds[1], 2);
-    intrus_ctx *ctx = intrus_ctx_create(1 << 16);
-    const int ts[2] = {5, 2}, ids_shape[1] = {3};
-    const int32_t ids[3] = {0, 7, 1};
-    intrus_embedding(ctx, intrus_tensor_zeros(ctx, 2, ts), ids, 1, ids_shape);
-    _exit(0);
-  }
-  close(fds[1]);
-  char buf[512] = {0};
-  size_t got = 0;
-  ssize_t k;
-  while (got < sizeof buf - 1 && (k = read(fds[0], buf + got, sizeof buf - 1 - got)) > 0)
-    got += (size_t)k;
-  close(fds[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  EXPECT(WIFSIGNALED(st), "embedding with id 7 of 5 did not abort (status %d)", st);
+  char buf[512];
+  int st = test_run_child(embed_bad_id, NULL, buf, sizeof buf);
+  EXPECT(st != -1 && WIFSIGNALED(st), "embedding with id 7 of 5 did not abort (status %d)", st);
   EXPECT_CONTAINS(buf, "id 7");
   EXPECT_CONTAINS(buf, "[0, 5)");
 }

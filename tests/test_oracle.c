@@ -5,10 +5,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <sys/wait.h>
-#include <unistd.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "intrus/insertion.h"
 #include "intrus/rng.h"
@@ -518,9 +514,7 @@ static void test_loss_grads(void) {
     for (int kind = 0; kind < 2; kind++) {
       double ref[MAXS];
       ref_losses(b, pos, tok, kind, ref, g, rdpos, rdtok);
-#ifdef _OPENMP
-      omp_set_num_threads(1);
-#endif
+      test_set_threads(1);
       run_op(b, pos, tok, kind, loss, g, dpos, dtok);
       double worst = 0.0;
       for (int s = 0; s < b->count; s++)
@@ -533,9 +527,7 @@ static void test_loss_grads(void) {
              kind, wp, wt);
       printf("insertion loss: batch %d (%d states, V %d) kind %d: max grad error pos %.1e "
              "tok %.1e\n", which, b->count, b->V, kind, wp, wt);
-#ifdef _OPENMP
-      omp_set_num_threads(4);
-#endif
+      test_set_threads(4);
       run_op(b, pos, tok, kind, loss2, g, dpos2, dtok2);
       EXPECT(memcmp(loss, loss2, (size_t)b->count * sizeof(float)) == 0 &&
                  memcmp(dpos, dpos2, (size_t)b->P * sizeof(float)) == 0 &&
@@ -547,34 +539,19 @@ static void test_loss_grads(void) {
   }
 }
 
+static void loss_of(const void *batch) {
+  const struct batch *b = batch;
+  intrus_ctx *ctx = intrus_ctx_create(1 << 16);
+  const int ps[1] = {b->P}, ts[2] = {b->R, b->V};
+  intrus_insertion_loss(ctx, intrus_tensor_zeros(ctx, 1, ps), intrus_tensor_zeros(ctx, 2, ts),
+                        &b->tg, INTRUS_INS_LOSS_MAIN);
+}
+
 /* A malformed target array panics naming the problem (in a child: a panic aborts). */
 static void expect_panic(const char *what, const struct batch *b, const char *needle) {
-  int fds[2];
-  if (pipe(fds) != 0) {
-    EXPECT(0, "pipe failed");
-    return;
-  }
-  fflush(NULL);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
-    dup2(fds[1], 2);
-    intrus_ctx *ctx = intrus_ctx_create(1 << 16);
-    const int ps[1] = {b->P}, ts[2] = {b->R, b->V};
-    intrus_insertion_loss(ctx, intrus_tensor_zeros(ctx, 1, ps), intrus_tensor_zeros(ctx, 2, ts),
-                          &b->tg, INTRUS_INS_LOSS_MAIN);
-    _exit(0);
-  }
-  close(fds[1]);
-  char buf[1024] = {0};
-  size_t got = 0;
-  ssize_t k;
-  while (got < sizeof buf - 1 && (k = read(fds[0], buf + got, sizeof buf - 1 - got)) > 0)
-    got += (size_t)k;
-  close(fds[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  EXPECT(WIFSIGNALED(st), "%s: did not abort (status %d)", what, st);
+  char buf[1024];
+  int st = test_run_child(loss_of, b, buf, sizeof buf);
+  EXPECT(st != -1 && WIFSIGNALED(st), "%s: did not abort (status %d)", what, st);
   EXPECT_CONTAINS(buf, needle);
 }
 

@@ -2,9 +2,7 @@
  * size, read back: each run's colour is on the picture, the better run's curve above the
  * worse one; a log resumed from an older checkpoint; and the errors, each naming its
  * file (and line), leaving no picture and no temporary file. */
-#include <dirent.h>
 #include <dlfcn.h>
-#include <ftw.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,23 +16,11 @@
 #include "viz/plot.h"
 #include "testutil.h"
 
-static char tmpdir[] = "/tmp/intrus-plot-XXXXXX";
-
-static const char *tmp_path(const char *name) {
-  static char buf[16][512];
-  static int k;
-  char *p = buf[k++ % 16];
-  snprintf(p, 512, "%s/%s", tmpdir, name);
-  return p;
-}
-
 static void write_log(const char *run, const char *text) {
   char path[600];
-  mkdir(tmp_path(run), 0700);
-  snprintf(path, sizeof path, "%s/%s/train.log", tmpdir, run);
-  FILE *f = fopen(path, "w");
-  fputs(text, f);
-  fclose(f);
+  mkdir(test_tmp_path(run), 0700);
+  snprintf(path, sizeof path, "%s/train.log", run);
+  test_write_file(test_tmp_path(path), text);
 }
 
 static const char header[] = "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n";
@@ -53,16 +39,6 @@ static void write_run(const char *run, double b0, double db) {
     k += (size_t)snprintf(text + k, sizeof text - k, "\t%.1f\n", step * 0.9);
   }
   write_log(run, text);
-}
-
-static int temp_files(void) {
-  DIR *d = opendir(tmpdir);
-  int n = 0;
-  struct dirent *e;
-  while (d && (e = readdir(d)))
-    if (strstr(e->d_name, ".tmp.")) n++;
-  if (d) closedir(d);
-  return n;
 }
 
 static bool exists(const char *path) { return access(path, F_OK) == 0; }
@@ -114,10 +90,10 @@ static int frame_left(cairo_surface_t *s) {
 static void test_draw(void) {
   write_run("good", 2.0, 3.0); /* BLEU 5 .. 32 */
   write_run("weak", 0.5, 0.4); /* BLEU 0.9 .. 4.5 */
-  const char *runs[] = {tmp_path("good"), tmp_path("weak")};
+  const char *runs[] = {test_tmp_path("good"), test_tmp_path("weak")};
   struct plot_options opt = {PLOT_X_STEP, PLOT_Y_BLEU, NULL, 640, 400};
   struct intrus_error err = {0};
-  const char *out = tmp_path("curves.png");
+  const char *out = test_tmp_path("curves.png");
   enum intrus_status st = intrus_plot_runs(out, 2, runs, NULL, &opt, &err);
   EXPECT(st == INTRUS_OK, "%s", err.msg);
   cairo_surface_t *s = cairo_image_surface_create_from_png(out);
@@ -157,26 +133,26 @@ static void test_draw(void) {
                        "100\t5\t0.001\t100\t4\t1.0\n200\t5\t0.001\t100\t4\t2.0\n"
                        "300\t5\t0.001\t100\t4\t9.0\n200\t5\t0.001\t100\t4\t2.5\t30.0\n"
                        "300\t5\t0.001\t100\t4\t3.0\t45.0\n400\t5\t0.0");
-  const char *one[] = {tmp_path("resumed")};
+  const char *one[] = {test_tmp_path("resumed")};
   opt = (struct plot_options){PLOT_X_STEP, PLOT_Y_VALID_LOSS, NULL, 300, 200};
-  st = intrus_plot_runs(tmp_path("resumed.png"), 1, one, NULL, &opt, &err);
+  st = intrus_plot_runs(test_tmp_path("resumed.png"), 1, one, NULL, &opt, &err);
   EXPECT(st == INTRUS_OK, "resumed log: %s", err.msg);
-  EXPECT(temp_files() == 0, "no temporary file is left");
+  EXPECT(test_count_temp_files() == 0, "no temporary file is left");
 }
 
 /* Each case must fail with status want, a message containing `has` (and `also`), and
  * leave neither the picture nor a temporary file. */
 static void expect_error(const char *run, const struct plot_options *opt, enum intrus_status want,
                          const char *has, const char *also) {
-  const char *runs[] = {tmp_path("good"), tmp_path(run)};
-  const char *out = tmp_path("error.png");
+  const char *runs[] = {test_tmp_path("good"), test_tmp_path(run)};
+  const char *out = test_tmp_path("error.png");
   struct intrus_error err = {0};
   enum intrus_status st = intrus_plot_runs(out, 2, runs, NULL, opt, &err);
   EXPECT(st == want, "%s: status %d, want %d (%s)", run, st, want, err.msg);
   EXPECT_CONTAINS(err.msg, has);
   if (also) EXPECT_CONTAINS(err.msg, also);
   EXPECT(!exists(out), "%s: no picture is written", run);
-  EXPECT(temp_files() == 0, "%s: no temporary file is left", run);
+  EXPECT(test_count_temp_files() == 0, "%s: no temporary file is left", run);
 }
 
 static void test_errors(void) {
@@ -184,61 +160,54 @@ static void test_errors(void) {
   struct plot_options time = {PLOT_X_TIME, PLOT_Y_BLEU, NULL, 640, 400};
   char want[600];
 
-  mkdir(tmp_path("empty-dir"), 0700);
-  snprintf(want, sizeof want, "%s/empty-dir/train.log: cannot open", tmpdir);
+  mkdir(test_tmp_path("empty-dir"), 0700);
+  snprintf(want, sizeof want, "%s/empty-dir/train.log: cannot open", test_tmpdir);
   expect_error("empty-dir", &bleu, INTRUS_ERR_IO, want, NULL);
 
   /* A synthetic-task run: validation loss, never BLEU. */
   write_log("no-bleu", "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n"
                        "50\t3.1\t0.001\t900\t\t\t1.5\n100\t2.7\t0.001\t900\t2.9\t\t3.0\n");
-  snprintf(want, sizeof want, "%s/no-bleu/train.log", tmpdir);
+  snprintf(want, sizeof want, "%s/no-bleu/train.log", test_tmpdir);
   expect_error("no-bleu", &bleu, INTRUS_ERR_DATA, want, "no row has a valid_bleu value");
 
   write_log("malformed", "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n"
                          "50\t3.1\t0.001\t900\t\t\t1.5\n100\t2.7\t0.001\t900\t2.9\t1x.5\t3.0\n");
-  snprintf(want, sizeof want, "%s/malformed/train.log:3:", tmpdir);
+  snprintf(want, sizeof want, "%s/malformed/train.log:3:", test_tmpdir);
   expect_error("malformed", &bleu, INTRUS_ERR_DATA, want, "valid_bleu '1x.5' is not a number");
 
   write_log("short-row", "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n"
                          "50\t3.1\t0.001\n100\t2.7\t0.001\t900\t2.9\t1.5\t3.0\n");
-  snprintf(want, sizeof want, "%s/short-row/train.log:2:", tmpdir);
+  snprintf(want, sizeof want, "%s/short-row/train.log:2:", test_tmpdir);
   expect_error("short-row", &bleu, INTRUS_ERR_DATA, want, "3 cells, the header has 7");
 
   write_log("old", "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\n"
                    "100\t2.7\t0.001\t900\t2.9\t1.5\n");
-  snprintf(want, sizeof want, "%s/old/train.log", tmpdir);
+  snprintf(want, sizeof want, "%s/old/train.log", test_tmpdir);
   expect_error("old", &time, INTRUS_ERR_DATA, want, "no 'train_s' column");
-  const char *old[] = {tmp_path("old")};
+  const char *old[] = {test_tmp_path("old")};
   struct intrus_error err = {0};
-  EXPECT(intrus_plot_runs(tmp_path("old.png"), 1, old, NULL, &bleu, &err) == INTRUS_OK,
+  EXPECT(intrus_plot_runs(test_tmp_path("old.png"), 1, old, NULL, &bleu, &err) == INTRUS_OK,
          "the old log plots by step: %s", err.msg);
 
   write_log("not-a-log", "hello\tworld\n1\t2\n");
-  snprintf(want, sizeof want, "%s/not-a-log/train.log:1:", tmpdir);
+  snprintf(want, sizeof want, "%s/not-a-log/train.log:1:", test_tmpdir);
   expect_error("not-a-log", &bleu, INTRUS_ERR_DATA, want, "no 'step' column");
 
   /* A picture that cannot be written: the directory is missing. */
-  const char *runs[] = {tmp_path("good")};
-  const char *out = tmp_path("missing/curves.png");
+  const char *runs[] = {test_tmp_path("good")};
+  const char *out = test_tmp_path("missing/curves.png");
   EXPECT(intrus_plot_runs(out, 1, runs, NULL, &bleu, &err) == INTRUS_ERR_IO, "%s", err.msg);
   EXPECT_CONTAINS(err.msg, out);
-  EXPECT(intrus_plot_runs(tmp_path("curves.svg"), 1, runs, NULL, &bleu, &err) ==
+  EXPECT(intrus_plot_runs(test_tmp_path("curves.svg"), 1, runs, NULL, &bleu, &err) ==
              INTRUS_ERR_INVALID,
          "only PNG");
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-  return remove(path);
-}
-
 int main(void) {
-  if (!mkdtemp(tmpdir)) {
-    perror("mkdtemp");
-    return 99;
-  }
+  if (!test_make_tmpdir("/tmp/intrus-plot-XXXXXX")) return 99;
   test_draw();
   test_errors();
-  if (!tu_failures) nftw(tmpdir, remove_entry, 8, FTW_DEPTH | FTW_PHYS);
+  if (!tu_failures) test_remove_tmpdir(); /* kept for a look when a check failed */
   /* Cairo's font caches and fontconfig's configuration live as long as the process;
    * released here so that leak checkers see only ours (as tests/test_trace does). */
   cairo_debug_reset_static_data();

@@ -26,16 +26,6 @@ static int ends_with(const char *s, const char *suffix) {
   return ls >= lx && !strcmp(s + ls - lx, suffix);
 }
 
-static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    perror(path);
-    exit(99);
-  }
-  fputs(text, f);
-  fclose(f);
-}
-
 /* The default search path, as the core builds it. */
 static struct intrus_plugin_search *default_search(void) {
   struct intrus_plugin_search *s = intrus_plugin_search_create();
@@ -342,15 +332,16 @@ static int seen_find(const struct seen *s, const char *suffix) {
 }
 
 static void test_corrupt_and_listing(void) {
-  char tmp[] = "/tmp/intrus-test-plugin-XXXXXX";
-  EXPECT(mkdtemp(tmp) != NULL, "mkdtemp");
+  const char *tmp = test_make_tmpdir("/tmp/intrus-test-plugin-XXXXXX");
+  EXPECT(tmp != NULL, "mkdtemp");
+  if (!tmp) return;
   char *so = path_join(tmp, "encoder_junk.so"), *la = path_join(tmp, "encoder_junk.la");
   char *shadow = path_join(tmp, "encoder_template.so");
   char *other = path_join(tmp, "README.txt");
-  write_file(so, "this is not an ELF file\n");
-  write_file(la, "# not a libtool archive\ngarbage\n");
-  write_file(shadow, "\x7f" "ELF but truncated");
-  write_file(other, "not a module\n");
+  test_write_file(so, "this is not an ELF file\n");
+  test_write_file(la, "# not a libtool archive\ngarbage\n");
+  test_write_file(shadow, "\x7f" "ELF but truncated");
+  test_write_file(other, "not a module\n");
 
   struct intrus_plugin *p = NULL;
   struct intrus_error err = {0};
@@ -419,8 +410,7 @@ static void test_corrupt_and_listing(void) {
   intrus_plugin_search_free(s);
   free(seen);
 
-  unlink(so), unlink(la), unlink(shadow), unlink(other);
-  rmdir(tmp);
+  test_remove_tmpdir();
   free(so), free(la), free(shadow), free(other), free(testmods);
 }
 

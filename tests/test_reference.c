@@ -183,32 +183,17 @@ static struct intrus_src_batch src_batch(const struct sentence *s, int b0, int n
 }
 
 /* The model of the experiment file cfg_name with the parameters of ckpt_name. */
-static struct intrus_model *load_model(const char *cfg_name, const char *ckpt_name, int vocab,
-                                       struct intrus_plugin_search **search) {
-  char path[1024];
+static struct intrus_model *load_model(const char *cfg_name, const char *ckpt_name, int vocab) {
+  char path[1024], ckpt[1024];
   struct intrus_error err = {0};
   snprintf(path, sizeof path, "%s/tests/data/reference/%s", test_srcdir(), cfg_name);
+  snprintf(ckpt, sizeof ckpt, "%s/tests/data/reference/%s", test_srcdir(), ckpt_name);
   struct intrus_config *cfg = intrus_config_load_file(path, &err);
-  const intrus_cfg *mg = NULL;
   struct intrus_model *m = NULL;
-  *search = intrus_plugin_search_create();
-  intrus_plugin_search_add_defaults(*search);
-  enum intrus_status st = cfg ? intrus_cfg_group_req(intrus_config_root(cfg), "model", &mg, &err)
-                              : INTRUS_ERR_CONFIG;
-  if (!st) st = intrus_model_create(mg, *search, vocab, vocab, 1, &m, &err);
-  if (!st) {
-    struct intrus_ckpt *ck = NULL;
-    snprintf(path, sizeof path, "%s/tests/data/reference/%s", test_srcdir(), ckpt_name);
-    st = intrus_ckpt_read(path, false, 0, &ck, &err);
-    if (!st) st = intrus_ckpt_get_params(ck, intrus_model_params(m), false, &err);
-    intrus_ckpt_free(ck);
-  }
+  enum intrus_status st =
+      cfg ? test_model_create(cfg, vocab, vocab, 1, ckpt, &m, &err) : INTRUS_ERR_CONFIG;
   EXPECT(st == INTRUS_OK, "loading %s with %s: %s", cfg_name, ckpt_name, err.msg);
   intrus_config_free(cfg);
-  if (st) {
-    intrus_model_destroy(m);
-    return NULL;
-  }
   return m;
 }
 
@@ -622,9 +607,10 @@ static void test_insertion(void) {
   struct fixture fx;
   if (!fixture_load(&fx, "insertion.txt")) return;
   struct ins_fixture *r = malloc(sizeof *r);
-  struct intrus_plugin_search *search = NULL;
+  struct intrus_plugin_search *search = intrus_plugin_search_create(); /* order plugins */
+  intrus_plugin_search_add_defaults(search);
   struct intrus_model *m = NULL;
-  if (ins_parse(&fx, r)) m = load_model("intrus-tiny.cfg", "intrus-tiny.ckpt", r->V, &search);
+  if (ins_parse(&fx, r)) m = load_model("intrus-tiny.cfg", "intrus-tiny.ckpt", r->V);
   if (m) {
     printf("insertion model (%zu parameters), %d sentences, %d states:\n",
            intrus_params_numel(intrus_model_params(m)), r->nsent, r->nstates);
@@ -788,9 +774,8 @@ static void test_autoregressive(void) {
   struct fixture fx;
   if (!fixture_load(&fx, "autoregressive.txt")) return;
   struct ar_fixture *r = malloc(sizeof *r);
-  struct intrus_plugin_search *search = NULL;
   struct intrus_model *m = NULL;
-  if (ar_parse(&fx, r)) m = load_model("ar-tiny.cfg", "ar-tiny.ckpt", r->V, &search);
+  if (ar_parse(&fx, r)) m = load_model("ar-tiny.cfg", "ar-tiny.ckpt", r->V);
   if (m) {
     printf("autoregressive model (%zu parameters), %d sentences, smoothing %g:\n",
            intrus_params_numel(intrus_model_params(m)), r->nsent, r->smoothing);
@@ -798,7 +783,6 @@ static void test_autoregressive(void) {
     ar_loss_route(m, r);
   }
   intrus_model_destroy(m);
-  intrus_plugin_search_free(search);
   free(r);
   fixture_free(&fx);
 }

@@ -2,7 +2,6 @@
  * style), relative generation indices worked out by hand, the empty output, PNG and SVG
  * pictures (read back: one highlighted box per step, in the column of the word that
  * step inserted), and errors that name the path without leaving temporary files. */
-#include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,16 +13,6 @@
 
 #include "intrus/trace.h"
 #include "testutil.h"
-
-static char tmpdir[] = "/tmp/intrus-trace-XXXXXX";
-
-static const char *tmp_path(const char *name) {
-  static char buf[4][512];
-  static int k;
-  char *p = buf[k++ % 4];
-  snprintf(p, 512, "%s/%s", tmpdir, name);
-  return p;
-}
 
 /* "sat", "cat", ".", "the", "mat", "on", "the": the cat sat on the mat . */
 static const struct intrus_ins_step cat_steps[] = {{0, 10}, {0, 11}, {2, 12}, {0, 13},
@@ -126,30 +115,6 @@ static void test_relative(void) {
   EXPECT(rel[0] == 7.0, "an empty output writes nothing");
 }
 
-static unsigned char *read_file(const char *path, size_t *n) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long len = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  unsigned char *buf = malloc((size_t)len + 1);
-  *n = fread(buf, 1, (size_t)len, f);
-  buf[*n] = 0;
-  fclose(f);
-  return buf;
-}
-
-/* Files in tmpdir whose name contains ".tmp." (left behind by a non-atomic write). */
-static int temp_files(void) {
-  DIR *d = opendir(tmpdir);
-  int n = 0;
-  struct dirent *e;
-  while (d && (e = readdir(d)))
-    if (strstr(e->d_name, ".tmp.")) n++;
-  if (d) closedir(d);
-  return n;
-}
-
 static bool is_highlight(uint32_t px) {
   /* The box fill, (1.0, 0.84, 0.45) in ARGB32; the rest of the picture is white, grey
    * text and the box's darker border. */
@@ -214,9 +179,9 @@ static void check_png_layout(const char *path, const struct intrus_trace *t, con
 static void test_pictures(void) {
   struct intrus_error err = {0};
   size_t n;
-  const char *png = tmp_path("cat.png");
+  const char *png = test_tmp_path("cat.png");
   EXPECT(intrus_trace_draw(png, &cat, &err) == INTRUS_OK, "%s", err.msg);
-  unsigned char *b = read_file(png, &n);
+  unsigned char *b = test_read_bytes(png, &n);
   EXPECT(b && n > 8 && memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0, "%s is a PNG", png);
   free(b);
   check_png_layout(png, &cat, cat_when);
@@ -229,17 +194,17 @@ static void test_pictures(void) {
   EXPECT(intrus_trace_draw(png, &t3, &err) == INTRUS_OK, "%s", err.msg);
   check_png_layout(png, &t3, when3);
 
-  const char *svg = tmp_path("cat.SVG");
+  const char *svg = test_tmp_path("cat.SVG");
   EXPECT(intrus_trace_draw(svg, &cat, &err) == INTRUS_OK, "%s", err.msg);
-  b = read_file(svg, &n);
+  b = test_read_bytes(svg, &n);
   EXPECT(b && strstr((char *)b, "<svg"), "%s is an SVG", svg);
   free(b);
 
   struct intrus_trace empty = {0, NULL, NULL};
-  const char *epng = tmp_path("empty.png"), *esvg = tmp_path("empty.svg");
+  const char *epng = test_tmp_path("empty.png"), *esvg = test_tmp_path("empty.svg");
   EXPECT(intrus_trace_draw(epng, &empty, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(intrus_trace_draw(esvg, &empty, &err) == INTRUS_OK, "%s", err.msg);
-  b = read_file(epng, &n);
+  b = test_read_bytes(epng, &n);
   EXPECT(b && n > 8 && memcmp(b, "\x89PNG", 4) == 0, "the empty output draws a PNG");
   free(b);
 
@@ -247,27 +212,27 @@ static void test_pictures(void) {
   struct intrus_ins_step two_steps[] = {{0, 5}, {1, 6}};
   const char *two_words[] = {"caf\xc3", "\xa9 \xed\xa0\x80 \xf4\x90\x80\x80 ok"};
   struct intrus_trace two = {2, two_steps, two_words};
-  const char *upng = tmp_path("utf8.png"), *usvg = tmp_path("utf8.svg");
+  const char *upng = test_tmp_path("utf8.png"), *usvg = test_tmp_path("utf8.svg");
   EXPECT(intrus_trace_draw(upng, &two, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(intrus_trace_draw(usvg, &two, &err) == INTRUS_OK, "%s", err.msg);
   const int when2[2] = {0, 1};
   check_png_layout(upng, &two, when2);
 
   /* Errors name the path and leave nothing behind. */
-  const char *gif = tmp_path("cat.gif");
+  const char *gif = test_tmp_path("cat.gif");
   EXPECT(intrus_trace_draw(gif, &cat, &err) == INTRUS_ERR_INVALID, "a .gif is refused");
   EXPECT_CONTAINS(err.msg, gif);
-  const char *noext = tmp_path("cat");
+  const char *noext = test_tmp_path("cat");
   EXPECT(intrus_trace_draw(noext, &cat, &err) == INTRUS_ERR_INVALID, "no extension is refused");
   EXPECT_CONTAINS(err.msg, noext);
   struct stat sb;
   EXPECT(stat(gif, &sb) != 0 && stat(noext, &sb) != 0, "refused pictures are not written");
 
-  const char *missing = tmp_path("no/such/dir/cat.png");
+  const char *missing = test_tmp_path("no/such/dir/cat.png");
   EXPECT(intrus_trace_draw(missing, &cat, &err) == INTRUS_ERR_IO, "an unwritable directory");
   EXPECT_CONTAINS(err.msg, missing);
   /* The temporary file is written, but the rename onto a directory fails. */
-  const char *isdir = tmp_path("dir.png");
+  const char *isdir = test_tmp_path("dir.png");
   mkdir(isdir, 0777);
   EXPECT(intrus_trace_draw(isdir, &cat, &err) == INTRUS_ERR_IO, "a directory in the way");
   EXPECT_CONTAINS(err.msg, isdir);
@@ -276,7 +241,7 @@ static void test_pictures(void) {
   struct intrus_ins_step bad_steps[] = {{1, 9}};
   const char *bad_words[] = {"a"};
   struct intrus_trace bad = {1, bad_steps, bad_words};
-  const char *badpng = tmp_path("bad.png");
+  const char *badpng = test_tmp_path("bad.png");
   EXPECT(intrus_trace_draw(badpng, &bad, &err) == INTRUS_ERR_INVALID, "a bad trace is refused");
   EXPECT_CONTAINS(err.msg, badpng);
   EXPECT(stat(badpng, &sb) != 0, "a refused trace writes no picture");
@@ -290,32 +255,21 @@ static void test_pictures(void) {
     long_words[s] = "word";
   }
   struct intrus_trace longt = {LONG, long_steps, long_words};
-  const char *bigpng = tmp_path("long.png");
+  const char *bigpng = test_tmp_path("long.png");
   EXPECT(intrus_trace_draw(bigpng, &longt, &err) == INTRUS_ERR_INVALID, "a 3000-word PNG");
   EXPECT_CONTAINS(err.msg, bigpng);
   EXPECT(stat(bigpng, &sb) != 0, "a refused PNG is not written");
 
-  EXPECT(temp_files() == 0, "%d temporary files left in %s", temp_files(), tmpdir);
-}
-
-static void remove_tmpdir(void) {
-  DIR *d = opendir(tmpdir);
-  struct dirent *e;
-  while (d && (e = readdir(d)))
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlink(tmp_path(e->d_name));
-  if (d) closedir(d);
-  rmdir(tmpdir);
+  EXPECT(test_count_temp_files() == 0, "%d temporary files left in %s", test_count_temp_files(),
+         test_tmpdir);
 }
 
 int main(void) {
-  if (!mkdtemp(tmpdir)) {
-    perror("mkdtemp");
-    return 99;
-  }
+  if (!test_make_tmpdir("/tmp/intrus-trace-XXXXXX")) return 99;
   test_text();
   test_relative();
   test_pictures();
-  remove_tmpdir();
+  test_remove_tmpdir();
   /* Cairo's font caches and fontconfig's configuration live as long as the process;
    * released here so that leak checkers see only ours. Fontconfig comes in through
    * cairo, so it is looked up rather than linked. */

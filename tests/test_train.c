@@ -14,52 +14,11 @@
 #include "intrus/train.h"
 #include "testutil.h"
 
-#define MAX_STEPS 512
-
-struct trace {
-  double loss[MAX_STEPS + 1];
-  long last;
-};
-
-static void record(long step, double loss, void *user) {
-  struct trace *t = user;
-  if (step <= MAX_STEPS) t->loss[step] = loss;
-  t->last = step;
-}
-
-static char tmpdir[256];
-
-static enum intrus_status train_file(const char *cfg_text, const char *run, long max_steps,
-                                     struct trace *tr, struct intrus_train_result *res,
-                                     struct intrus_error *err) {
-  struct intrus_config *cfg = intrus_config_load_string(cfg_text, "toy.cfg", err);
-  if (!cfg) return err->status;
-  struct intrus_plugin_search *s = intrus_plugin_search_create();
-  intrus_plugin_search_add_defaults(s);
-  char dir[512];
-  snprintf(dir, sizeof dir, "%s/%s", tmpdir, run);
-  struct intrus_train_options opt = {.run_dir = dir, .search = s, .progress = NULL,
-                                     .max_steps = max_steps, .on_step = record, .user = tr};
-  enum intrus_status st = intrus_train(cfg, &opt, res, err);
-  intrus_plugin_search_free(s);
-  intrus_config_free(cfg);
-  return st;
-}
-
-static char *replace(const char *text, const char *from, const char *to) {
-  const char *at = strstr(text, from);
-  if (!at) return NULL;
-  size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
-  char *out = malloc(n);
-  snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
-  return out;
-}
-
 static void test_learns_copy(const char *cfg) {
-  struct trace tr = {0};
+  struct test_losses tr = {0};
   struct intrus_train_result res;
   struct intrus_error err = {0};
-  enum intrus_status st = train_file(cfg, "full", 0, &tr, &res, &err);
+  enum intrus_status st = test_train_text(cfg, "full", 0, &tr, &res, &err);
   EXPECT(st == INTRUS_OK, "%s", err.msg);
   EXPECT(res.steps_done == 400, "steps %ld", res.steps_done);
   /* ln(9) = 2.2 nats per token at chance; a copy model that works is near zero. */
@@ -67,8 +26,7 @@ static void test_learns_copy(const char *cfg) {
   EXPECT(tr.loss[1] > 1.5, "first loss %.4f", tr.loss[1]);
   printf("copy task: loss %.4f at step 1, %.4f at step 400, valid %.4f\n", tr.loss[1],
          tr.loss[400], res.valid_loss);
-  char path[600];
-  snprintf(path, sizeof path, "%s/full/effective.cfg", tmpdir);
+  const char *path = test_tmp_path("full/effective.cfg");
   char *eff = test_read_file(path);
   EXPECT(eff != NULL, "no effective config at %s", path);
   if (eff) {
@@ -76,19 +34,19 @@ static void test_learns_copy(const char *cfg) {
     EXPECT_CONTAINS(eff, "tie_embeddings"); /* a plugin's default */
     free(eff);
   }
-  snprintf(path, sizeof path, "%s/full/checkpoint.ckpt", tmpdir);
+  path = test_tmp_path("full/checkpoint.ckpt");
   EXPECT(access(path, R_OK) == 0, "no checkpoint at %s", path);
 }
 
 static void test_resume_and_determinism(const char *cfg) {
-  struct trace a = {0}, b = {0}, c = {0};
+  struct test_losses a = {0}, b = {0}, c = {0};
   struct intrus_train_result res;
   struct intrus_error err = {0};
-  EXPECT(train_file(cfg, "a", 60, &a, &res, &err) == INTRUS_OK, "%s", err.msg);
-  EXPECT(train_file(cfg, "b", 30, &b, &res, &err) == INTRUS_OK, "%s", err.msg);
-  EXPECT(train_file(cfg, "b", 60, &b, &res, &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(test_train_text(cfg, "a", 60, &a, &res, &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(test_train_text(cfg, "b", 30, &b, &res, &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(test_train_text(cfg, "b", 60, &b, &res, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(res.resumed_from == 30, "resumed from %ld", res.resumed_from);
-  EXPECT(train_file(cfg, "c", 60, &c, &res, &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(test_train_text(cfg, "c", 60, &c, &res, &err) == INTRUS_OK, "%s", err.msg);
   int same_resume = 0, same_repeat = 0;
   for (int s = 1; s <= 60; s++) {
     same_resume += memcmp(&a.loss[s], &b.loss[s], sizeof(double)) == 0;
@@ -101,13 +59,13 @@ static void test_resume_and_determinism(const char *cfg) {
 
 static void test_fingerprint_mismatch(const char *cfg) {
   /* The run dir "a" holds a d_model 32 checkpoint; a different model must be refused. */
-  char *other = replace(cfg, "d_model = 32;", "d_model = 16;");
-  struct trace t = {0};
+  char *other = test_replace(cfg, "d_model = 32;", "d_model = 16;");
+  struct test_losses t = {0};
   struct intrus_train_result res;
   struct intrus_error err = {0};
   EXPECT(other != NULL, "fixture lost its d_model line");
   if (!other) return;
-  enum intrus_status st = train_file(other, "a", 61, &t, &res, &err);
+  enum intrus_status st = test_train_text(other, "a", 61, &t, &res, &err);
   EXPECT(st == INTRUS_ERR_FORMAT, "status %d: %s", st, err.msg);
   EXPECT_CONTAINS(err.msg, "checkpoint.ckpt");
   EXPECT_CONTAINS(err.msg, "another model configuration");
@@ -115,22 +73,22 @@ static void test_fingerprint_mismatch(const char *cfg) {
 }
 
 static void test_config_errors(const char *cfg) {
-  struct trace t = {0};
+  struct test_losses t = {0};
   struct intrus_train_result res;
   struct intrus_error err = {0};
-  char *bad = replace(cfg, "layers = 1; heads = 2; ff = 64; dropout = 0.0; };\n  decoder",
-                      "layers = 1; haeds = 2; ff = 64; dropout = 0.0; };\n  decoder");
+  char *bad = test_replace(cfg, "layers = 1; heads = 2; ff = 64; dropout = 0.0; };\n  decoder",
+                           "layers = 1; haeds = 2; ff = 64; dropout = 0.0; };\n  decoder");
   EXPECT(bad != NULL, "fixture changed");
   if (bad) {
-    EXPECT(train_file(bad, "bad", 1, &t, &res, &err) == INTRUS_ERR_CONFIG, "%s", err.msg);
+    EXPECT(test_train_text(bad, "bad", 1, &t, &res, &err) == INTRUS_ERR_CONFIG, "%s", err.msg);
     EXPECT_CONTAINS(err.msg, "toy.cfg:");
     EXPECT_CONTAINS(err.msg, "haeds");
     free(bad);
   }
-  bad = replace(cfg, "plugin = \"autoregressive\"", "plugin = \"nosuch\"");
+  bad = test_replace(cfg, "plugin = \"autoregressive\"", "plugin = \"nosuch\"");
   EXPECT(bad != NULL, "fixture changed");
   if (bad) {
-    EXPECT(train_file(bad, "bad", 1, &t, &res, &err) == INTRUS_ERR_PLUGIN, "%s", err.msg);
+    EXPECT(test_train_text(bad, "bad", 1, &t, &res, &err) == INTRUS_ERR_PLUGIN, "%s", err.msg);
     EXPECT_CONTAINS(err.msg, "nosuch");
     EXPECT_CONTAINS(err.msg, "autoregressive"); /* lists what is available */
     free(bad);
@@ -141,16 +99,13 @@ static void test_config_errors(const char *cfg) {
 static void test_cli(void) {
   char out[8192], args[1024];
   snprintf(args, sizeof args, "train %s/experiments/toy-copy.cfg -o %s/cli -n 3 -q",
-           test_srcdir(), tmpdir);
+           test_srcdir(), test_tmpdir);
   int rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 0, "exit %d: %s", rc, out);
   EXPECT_CONTAINS(out, "3 steps");
-  char bad[600];
-  snprintf(bad, sizeof bad, "%s/bad.cfg", tmpdir);
-  FILE *f = fopen(bad, "w");
-  fputs("name = \"x\";\ndata: { kind = \"synthetic\" ;\n model = 3;\n", f);
-  fclose(f);
-  snprintf(args, sizeof args, "train %s -o %s/cli2", bad, tmpdir);
+  const char *bad = test_write_file(test_tmp_path("bad.cfg"),
+                                    "name = \"x\";\ndata: { kind = \"synthetic\" ;\n model = 3;\n");
+  snprintf(args, sizeof args, "train %s -o %s/cli2", bad, test_tmpdir);
   rc = test_run_intrus(NULL, args, out, sizeof out);
   EXPECT(rc == 3, "exit %d for a malformed config: %s", rc, out);
   EXPECT_CONTAINS(out, "bad.cfg:");
@@ -161,26 +116,15 @@ static void test_cli(void) {
 }
 
 int main(void) {
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/intrus-test-train-XXXXXX");
-  if (!mkdtemp(tmpdir)) {
-    perror("mkdtemp");
-    return 1;
-  }
-  char path[600];
-  snprintf(path, sizeof path, "%s/experiments/toy-copy.cfg", test_srcdir());
-  char *cfg = test_read_file(path);
-  if (!cfg) {
-    fprintf(stderr, "cannot read %s\n", path);
-    return 1;
-  }
+  if (!test_make_tmpdir("/tmp/intrus-test-train-XXXXXX")) return 1;
+  char *cfg = test_read_srcfile("experiments/toy-copy.cfg");
+  if (!cfg) return 1;
   test_learns_copy(cfg);
   test_resume_and_determinism(cfg);
   test_fingerprint_mismatch(cfg);
   test_config_errors(cfg);
   test_cli();
   free(cfg);
-  char cmd[600];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-  if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmpdir);
+  test_remove_tmpdir();
   return test_finish("test_train");
 }
