@@ -1,5 +1,6 @@
 /* Helpers shared by the subcommands: exit codes, error reporting, plugin search path. */
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -47,6 +48,15 @@ enum intrus_status intrus_cli_experiment(struct intrus_config *cfg, const char *
   if ((st = intrus_cfg_string(intrus_config_root(cfg), "name", "experiment", &name, err)) ||
       (st = intrus_cfg_string(intrus_config_root(cfg), "plugin_path", "", &exp_plugin_path, err)))
     return st;
+  /* The name becomes the path runs/<name>: one plain path component, short enough never
+   * to be cut (two names cut to the same prefix would share a run directory). */
+  size_t len = strlen(name);
+  if (len == 0 || len > CLI_NAME_MAX || name[0] == '.' || name[0] == '-' ||
+      strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-") != len)
+    return intrus_cfg_error(intrus_config_root(cfg), "name", err,
+                            "wants 1 to %d of the characters A-Z a-z 0-9 . _ + -, not starting "
+                            "with '.' or '-' (it names the directory runs/<name>)",
+                            CLI_NAME_MAX);
   snprintf(x->name, sizeof x->name, "%s", name);
   if (run_dir_arg) snprintf(x->run_dir, sizeof x->run_dir, "%s", run_dir_arg);
   else snprintf(x->run_dir, sizeof x->run_dir, "runs/%s", x->name);

@@ -38,6 +38,12 @@ struct run_scores {
   size_t sentences;
   char hyp_path[4200];
 };
+/* What intrus run will read after training, checked before it: the test pair exists and
+ * its two sides have the same number of lines (text data; nothing for synthetic). */
+enum intrus_status intrus_run_check_test(struct intrus_config *cfg, struct intrus_error *err);
+/* That path can be written (by intrus_file_write_atomic: a temporary file beside it and
+ * a rename) before hours of work produce what goes there. */
+enum intrus_status cli_check_writable(const char *path, struct intrus_error *err);
 enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_dir,
                                    const struct intrus_plugin_search *search, FILE *progress,
                                    struct run_scores *rs, struct intrus_error *err);
@@ -45,8 +51,10 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
 /* What every experiment command derives from the experiment file and its options: the
  * experiment's name (copied into name, which outlives cfg), the run directory
  * (run_dir_arg, or runs/<name>) and the plugin search path (freed by the caller). */
+/* The longest experiment name (it is a directory name under runs/). */
+#define CLI_NAME_MAX 100
 struct cli_experiment {
-  char name[256];
+  char name[CLI_NAME_MAX + 1];
   char run_dir[4096];
   struct intrus_plugin_search *search;
 };

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "intrus/trace.h"
@@ -182,7 +183,9 @@ int intrus_cmd_decode(int argc, char **argv) {
   struct intrus_ins_hyp *traj = NULL;
   size_t n = 0;
   enum intrus_status st;
-  if ((st = intrus_cli_experiment(cfg, run_dir_arg, plugin_path, &x, &err))) goto done;
+  if ((st = intrus_cli_experiment(cfg, run_dir_arg, plugin_path, &x, &err)) ||
+      (output && (st = cli_check_writable(output, &err))))
+    goto done;
   snprintf(ckpt, sizeof ckpt, "%s", ckpt_arg ? ckpt_arg : "");
   if (!ckpt_arg) snprintf(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", x.run_dir);
   if ((st = translator_open(cfg, x.run_dir, ckpt, x.search, &t, &err))) goto done;
@@ -219,6 +222,41 @@ done:
   intrus_plugin_search_free(x.search);
   intrus_config_free(cfg);
   return st ? intrus_cli_fail("decode", &err) : INTRUS_EXIT_OK;
+}
+
+enum intrus_status intrus_run_check_test(struct intrus_config *cfg, struct intrus_error *err) {
+  const intrus_cfg *data_cfg;
+  struct dataset d = {0};
+  struct intrus_parallel_text test = {0};
+  char src[4200], tgt[4200];
+  enum intrus_status st;
+  if ((st = intrus_cfg_group_req(intrus_config_root(cfg), "data", &data_cfg, err)) ||
+      (st = dataset_configure(&d, data_cfg, intrus_config_filename(cfg), err)))
+    goto done;
+  if (d.kind != DATA_PARALLEL) goto done;
+  dataset_split_path(&d, "test", d.src_lang, src, sizeof src);
+  dataset_split_path(&d, "test", d.tgt_lang, tgt, sizeof tgt);
+  st = intrus_parallel_read(src, tgt, &test, err);
+done:
+  intrus_parallel_free(&test);
+  dataset_free(&d);
+  return st;
+}
+
+enum intrus_status cli_check_writable(const char *path, struct intrus_error *err) {
+  struct stat sb;
+  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: is a directory", path);
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) snprintf(dir, sizeof dir, ".");
+  else if (slash == dir) dir[1] = '\0';
+  else *slash = '\0';
+  if (access(dir, W_OK | X_OK) != 0)
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot write into %s: %s", path, dir,
+                            strerror(errno));
+  return INTRUS_OK;
 }
 
 enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_dir,

@@ -83,6 +83,11 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
     intrus_config_free(cfg);
     return intrus_cli_fail(cmd, &err);
   }
+  if (strcmp(cmd, "run") == 0 && (st = intrus_run_check_test(cfg, &err))) {
+    intrus_plugin_search_free(x.search);
+    intrus_config_free(cfg);
+    return intrus_cli_fail(cmd, &err);
+  }
   const char *exp_name = x.name, *run_dir = x.run_dir;
   struct intrus_plugin_search *search = x.search;
   struct intrus_train_options opt = {.run_dir = run_dir, .search = search,

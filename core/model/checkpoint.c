@@ -3,6 +3,7 @@
  * "adam_v/<name>". The record container itself is checkpoint_write.c and
  * checkpoint_read.c; this file only decides what goes into it for a model. */
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "intrus/checkpoint.h"
@@ -106,6 +107,29 @@ enum intrus_status intrus_ckpt_get_params(const struct intrus_ckpt *c, struct in
       param_key(key, kind_prefix[k], t->name);
       const struct ckpt_record *r = ckpt_find_record(c, key);
       memcpy(blocks[k] + off, r->data, r->n * sizeof(float));
+    }
+  }
+  return INTRUS_OK;
+}
+
+enum intrus_status intrus_ckpt_check_finite(const struct intrus_ckpt *c,
+                                            const struct intrus_params *p, bool with_moments,
+                                            struct intrus_error *err) {
+  const int kinds = with_moments ? 3 : 1;
+  char key[CKPT_NAME_MAX + 1];
+  for (size_t i = 0; i < intrus_params_count(p); i++) {
+    const intrus_tensor *t = intrus_params_at(p, i);
+    for (int k = 0; k < kinds; k++) {
+      const struct ckpt_record *r =
+          param_key(key, kind_prefix[k], t->name) ? ckpt_find_record(c, key) : NULL;
+      if (!r || r->type != CKPT_TYPE_TENSOR) continue; /* intrus_ckpt_get_params says so */
+      size_t bad = 0;
+      for (size_t j = 0; j < r->n; j++) bad += !isfinite(r->data[j]);
+      if (bad)
+        return intrus_error_set(err, INTRUS_ERR_FORMAT,
+                                "%s: record '%s' holds %zu non-finite value(s) (NaN or Inf) "
+                                "of %zu: the run diverged or the file is damaged",
+                                c->path, key, bad, r->n);
     }
   }
   return INTRUS_OK;

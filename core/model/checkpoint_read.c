@@ -283,20 +283,36 @@ static enum intrus_status parse_checkpoint(const char *path, const unsigned char
   struct walk_result wr;
   walk_records(buf, size, count, NULL, &wr);
   if (wr.outcome == WALK_TRUNCATED) {
+    /* A length that runs past the end is what a cut-off file looks like, and also what a
+     * damaged count or length field looks like; only an intact checksum tells them
+     * apart, and then the writer was at fault. */
+    if (size >= min_size && get_le64(buf + size - CKPT_SUM_LEN) ==
+                                intrus_fnv1a(INTRUS_FNV_INIT, buf, size - CKPT_SUM_LEN))
+      return intrus_error_set(err, INTRUS_ERR_FORMAT,
+                              "%s: corrupt: record %" PRIu32 " of %" PRIu32
+                              " claims more bytes than the file holds, though the checksum "
+                              "matches (written by a faulty writer)",
+                              path, wr.rec + 1, count);
     if (wr.at_start)
       return intrus_error_set(err, INTRUS_ERR_FORMAT,
                               "%s: truncated at byte %zu of at least %" PRIu64
-                              ": ends before record %" PRIu32 " of %" PRIu32,
+                              ": ends before record %" PRIu32 " of %" PRIu32
+                              " (or a count or length field is damaged: the checksum "
+                              "does not match)",
                               path, size, wr.need, wr.rec + 1, count);
     if (!wr.name_whole)
       return intrus_error_set(err, INTRUS_ERR_FORMAT,
                               "%s: truncated at byte %zu of at least %" PRIu64
-                              ": ends in the middle of record %" PRIu32 " of %" PRIu32,
+                              ": ends in the middle of record %" PRIu32 " of %" PRIu32
+                              " (or a count or length field is damaged: the checksum "
+                              "does not match)",
                               path, size, wr.need, wr.rec + 1, count);
     printable_name(nm, wr.raw.name, wr.raw.name_len);
     return intrus_error_set(err, INTRUS_ERR_FORMAT,
                             "%s: truncated at byte %zu of at least %" PRIu64
-                            ": ends in the middle of record '%s' (%" PRIu32 " of %" PRIu32 ")",
+                            ": ends in the middle of record '%s' (%" PRIu32 " of %" PRIu32 ")"
+                              " (or a count or length field is damaged: the checksum "
+                              "does not match)",
                             path, size, wr.need, nm, wr.rec + 1, count);
   }
   if (wr.outcome == WALK_OK && size - wr.end < CKPT_SUM_LEN)

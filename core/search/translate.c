@@ -61,7 +61,8 @@ enum intrus_status translator_open(struct intrus_config *cfg, const char *run_di
   uint64_t fp = intrus_config_fingerprint(cfg, fp_paths, 2), vocab_fp = 0;
   struct intrus_ckpt *ck;
   if ((st = intrus_ckpt_read(ckpt_path, true, fp, &ck, err))) return st;
-  st = intrus_ckpt_get_params(ck, intrus_model_params(t->model), false, err);
+  st = intrus_ckpt_check_finite(ck, intrus_model_params(t->model), false, err);
+  if (!st) st = intrus_ckpt_get_params(ck, intrus_model_params(t->model), false, err);
   if (!st && (!intrus_ckpt_u64(ck, "vocab", &vocab_fp) || vocab_fp != t->data.vocab_fingerprint))
     st = intrus_error_set(err, INTRUS_ERR_FORMAT,
                           "%s: written with another vocabulary than the one in %s", ckpt_path,

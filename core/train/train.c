@@ -1,13 +1,16 @@
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "intrus/checkpoint.h"
+#include "intrus/fileio.h"
 #include "intrus/model.h"
 #include "intrus/optim.h"
 #include "intrus/rng.h"
@@ -275,6 +278,7 @@ struct trainer {
   struct intrus_params *params;
   intrus_ctx *ctx, *scratch;     /* scratch: insertion models' order-policy scoring */
   FILE *log;
+  int lock_fd;                   /* holds the run directory's lock; -1 before */
   uint64_t fp;                   /* config fingerprint every checkpoint carries */
   char ckpt_path[4096], best_path[4096];
   long step, stop;
@@ -287,8 +291,44 @@ struct trainer {
   long tokens_total, window_tokens, window_steps;
 };
 
+/* One training process per run directory: two would interleave train.log and race on
+ * the checkpoints. An flock on RUN_DIR/.lock, which the kernel drops when the process
+ * ends however it ends; the file says who holds it. */
+static enum intrus_status lock_run_dir(struct trainer *t, struct intrus_error *err) {
+  char path[4200], holder[256] = "";
+  snprintf(path, sizeof path, "%s/.lock", t->opt->run_dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    ssize_t n = e == EWOULDBLOCK ? pread(fd, holder, sizeof holder - 1, 0) : -1;
+    close(fd);
+    if (e != EWOULDBLOCK)
+      return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot lock: %s", path, strerror(e));
+    holder[n > 0 ? n : 0] = '\0';
+    holder[strcspn(holder, "\n")] = '\0';
+    return intrus_error_set(err, INTRUS_ERR_IO,
+                            "%s is in use by another training process (%s); wait for it to "
+                            "end or train into another directory (-o)",
+                            t->opt->run_dir, holder[0] ? holder : "holder unknown");
+  }
+  char host[128] = "?", line[400];
+  gethostname(host, sizeof host - 1);
+  time_t now = time(NULL);
+  struct tm tm;
+  char when[64] = "";
+  if (localtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+  int len = snprintf(line, sizeof line, "pid %ld on %s since %s\n", (long)getpid(), host, when);
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != len) {
+    /* The lock holds without the note; only the message to a second process is poorer. */
+  }
+  t->lock_fd = fd;
+  return INTRUS_OK;
+}
+
 /* Reads the experiment (strictly: unknown keys are errors), prepares the data and the
- * vocabulary, builds the model, and writes the effective config into the run. */
+ * vocabulary, and builds the model. */
 static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config *cfg,
                                         struct intrus_error *err) {
   const intrus_cfg *root = intrus_config_root(cfg);
@@ -304,7 +344,7 @@ static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config 
       (st = intrus_cfg_group_req(root, "train", &train_cfg, err)) ||
       (t->tc.has_phases && (st = train_phases_read(train_cfg, t->opt->search, &t->ph, err))) ||
       (st = intrus_cfg_group_req(root, "model", &model_cfg, err)) ||
-      (st = make_dir(t->opt->run_dir, err)) ||
+      (st = make_dir(t->opt->run_dir, err)) || (st = lock_run_dir(t, err)) ||
       (st = dataset_prepare(&t->data, t->opt->run_dir, t->tc.batch_tokens, (uint64_t)t->seed,
                             t->opt->progress, err)) ||
       (st = intrus_model_create(model_cfg, t->opt->search, t->data.src_vocab_size,
@@ -324,14 +364,52 @@ static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config 
       (eval_cfg && (st = intrus_cfg_check_unknown(eval_cfg, err))) ||
       (st = intrus_cfg_check_unknown(root, err)))
     return st;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/effective.cfg", t->opt->run_dir);
-  if ((st = intrus_config_write(cfg, path, err))) return st;
   static const char *const fp_paths[] = {"data", "model"};
   t->fp = intrus_config_fingerprint(cfg, fp_paths, 2);
   t->params = intrus_model_params(t->model);
   snprintf(t->ckpt_path, sizeof t->ckpt_path, "%s/checkpoint.ckpt", t->opt->run_dir);
   snprintf(t->best_path, sizeof t->best_path, "%s/best.ckpt", t->opt->run_dir);
+  return INTRUS_OK;
+}
+
+/* The values a checkpoint's records hold, checked against this run's config before any
+ * is used: a well-formed but edited (or foreign) record must not index past the
+ * phases, run the schedule backwards or carry NaN into the plateau rule. v: the phase
+ * records as read (phase, phase_start, sched_start, phase_stale, phase_best). */
+static enum intrus_status check_resume_state(const struct trainer *t, uint64_t step,
+                                             const uint64_t v[5], struct intrus_error *err) {
+  const char *path = t->ckpt_path;
+  const long total = t->ph.count ? t->ph.total_steps : t->tc.steps;
+  const char *what = t->ph.count ? "the sum of train.phases' steps" : "train.steps";
+  const char *why = "the checkpoint is damaged or belongs to another run";
+  if (step == 0 || step > (uint64_t)total)
+    return intrus_error_set(err, INTRUS_ERR_FORMAT,
+                            "%s: record 'step' is %llu, outside 1..%ld (%s): %s", path,
+                            (unsigned long long)step, total, what, why);
+  if (!isfinite(t->res->last_loss))
+    return intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: record 'last_loss' is %g: %s", path,
+                            t->res->last_loss, why);
+  if (isnan(t->best) || t->best == INFINITY)
+    return intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: record 'best' is %g: %s", path,
+                            t->best, why);
+  const uint64_t phases = (uint64_t)t->ph.count;
+  if (v[0] > phases || (!phases && v[0] != 0))
+    return intrus_error_set(err, INTRUS_ERR_FORMAT,
+                            "%s: record 'phase' is %llu, but the config has %llu phase(s): %s",
+                            path, (unsigned long long)v[0], (unsigned long long)phases, why);
+  if (v[1] > step || v[2] > step)
+    return intrus_error_set(err, INTRUS_ERR_FORMAT,
+                            "%s: record '%s' is %llu, after the checkpoint's step %llu: %s", path,
+                            v[1] > step ? "phase_start" : "sched_start",
+                            (unsigned long long)(v[1] > step ? v[1] : v[2]),
+                            (unsigned long long)step, why);
+  if (v[0] < phases && v[3] > (uint64_t)t->ph.phase[v[0]].patience)
+    return intrus_error_set(err, INTRUS_ERR_FORMAT,
+                            "%s: record 'phase_stale' is %llu, beyond the phase's patience %d: %s",
+                            path, (unsigned long long)v[3], t->ph.phase[v[0]].patience, why);
+  if (isnan(t->ps.best) || t->ps.best == INFINITY)
+    return intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: record 'phase_best' is %g: %s", path,
+                            t->ps.best, why);
   return INTRUS_OK;
 }
 
@@ -341,10 +419,11 @@ static enum intrus_status trainer_resume(struct trainer *t, struct intrus_error 
   if (access(t->ckpt_path, F_OK) != 0) return INTRUS_OK;
   const char *path = t->ckpt_path;
   struct intrus_ckpt *ck;
-  uint64_t saved = 0, loss_bits = 0, vocab_fp = 0, best_bits = 0;
+  uint64_t saved = 0, loss_bits = 0, vocab_fp = 0, best_bits = 0, v[5] = {0};
   enum intrus_status st = intrus_ckpt_read(path, true, t->fp, &ck, err);
   if (st) return st;
-  st = intrus_ckpt_get_params(ck, t->params, true, err);
+  st = intrus_ckpt_check_finite(ck, t->params, true, err);
+  if (!st) st = intrus_ckpt_get_params(ck, t->params, true, err);
   if (!st && (!intrus_ckpt_u64(ck, "step", &saved) || !intrus_ckpt_u64(ck, "last_loss", &loss_bits) ||
               !intrus_ckpt_u64(ck, "vocab", &vocab_fp) || !intrus_ckpt_u64(ck, "best", &best_bits)))
     st = intrus_error_set(err, INTRUS_ERR_FORMAT,
@@ -358,10 +437,10 @@ static enum intrus_status trainer_resume(struct trainer *t, struct intrus_error 
   else if (!st) {
     memcpy(&t->res->last_loss, &loss_bits, sizeof loss_bits);
     memcpy(&t->best, &best_bits, sizeof t->best);
+    t->step = (long)saved;
     uint64_t ms;
     /* Checkpoints from before the record: the time before the resume is unknown. */
     if (intrus_ckpt_u64(ck, "train_ms", &ms)) t->train_before = (double)ms / 1e3;
-    uint64_t v[5];
     if (intrus_ckpt_u64(ck, "phase", &v[0]) && intrus_ckpt_u64(ck, "phase_start", &v[1]) &&
         intrus_ckpt_u64(ck, "sched_start", &v[2]) && intrus_ckpt_u64(ck, "phase_stale", &v[3]) &&
         intrus_ckpt_u64(ck, "phase_best", &v[4])) {
@@ -371,20 +450,60 @@ static enum intrus_status trainer_resume(struct trainer *t, struct intrus_error 
       t->ps.stale = (long)v[3];
       memcpy(&t->ps.best, &v[4], sizeof t->ps.best);
     }
+    st = check_resume_state(t, saved, v, err);
   }
   intrus_ckpt_free(ck);
   if (st) return st;
-  t->step = (long)saved;
   t->res->resumed_from = t->step;
   if (t->opt->progress)
     fprintf(t->opt->progress, "resuming %s from step %ld (%s)\n", t->name, t->step, path);
   return INTRUS_OK;
 }
 
-/* Opens train.log (appending on a resume) and works out the last step of this run. */
-static enum intrus_status trainer_start(struct trainer *t, struct intrus_error *err) {
+/* On a resume from step `step`: drops the rows train.log got after that checkpoint (a
+ * killed run logs steps it then loses), so the resumed run's rows follow on without
+ * repeats. Rewritten atomically; a missing log is started afresh by the caller. */
+static enum intrus_status trim_log(const char *path, long step, struct intrus_error *err) {
+  FILE *f = fopen(path, "r");
+  if (!f) return errno == ENOENT ? INTRUS_OK : intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  char *keep = NULL, *line = NULL;
+  size_t keep_len = 0, cap = 0;
+  FILE *out = open_memstream(&keep, &keep_len);
+  bool dropped = false;
+  ssize_t n;
+  while (out && (n = getline(&line, &cap, f)) > 0) {
+    char *end;
+    long row = strtol(line, &end, 10);
+    /* The header and anything that is not a step row are kept as they are. */
+    if (end != line && *end == '\t' && row > step) {
+      dropped = true;
+      continue;
+    }
+    fwrite(line, 1, (size_t)n, out);
+  }
+  free(line);
+  bool read_ok = !ferror(f);
+  fclose(f);
+  if (!out) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  fclose(out);
+  enum intrus_status st = INTRUS_OK;
+  if (!read_ok) st = intrus_error_set(err, INTRUS_ERR_IO, "%s: read error", path);
+  else if (dropped) st = intrus_file_write_atomic(path, keep, keep_len, err);
+  free(keep);
+  return st;
+}
+
+/* Once a resume is accepted (a refused one leaves the run as it was): writes the
+ * effective config, opens train.log (appending on a resume) and works out the last step
+ * of this run. */
+static enum intrus_status trainer_start(struct trainer *t, struct intrus_config *cfg,
+                                        struct intrus_error *err) {
   char path[4096];
+  enum intrus_status st;
+  snprintf(path, sizeof path, "%s/effective.cfg", t->opt->run_dir);
+  if ((st = intrus_config_write(cfg, path, err))) return st;
   snprintf(path, sizeof path, "%s/train.log", t->opt->run_dir);
+  if (t->step && (st = trim_log(path, t->step, err))) return st;
   if (!(t->log = fopen(path, t->step ? "a" : "w")))
     return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   if (!t->step) fprintf(t->log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n");
@@ -482,6 +601,16 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
        (bleu_now && (st = validate_bleu(t->model, &t->data, tc, &t->search, t->opt->search,
                                         t->bleu_cfg, &vbleu, err)))))
     return st;
+  /* A non-finite score would pass every comparison of the plateau rule and of best.ckpt
+   * silently; the run stops here instead, before the checkpoint of this step. */
+  if (validate_now && !isfinite(vloss))
+    return intrus_error_set(err, INTRUS_ERR_INVALID,
+                            "validation loss at step %ld is %g: training diverged; lower "
+                            "train.lr (the last checkpoint is from before this step)",
+                            step, vloss);
+  if (bleu_now && bleu_measured(&t->data, tc) && !isfinite(vbleu))
+    return intrus_error_set(err, INTRUS_ERR_INVALID, "validation BLEU at step %ld is %g", step,
+                            vbleu);
   /* The score best.ckpt and the plateau rule follow: BLEU where it is measured at all
    * (validations without it then leave both alone), else minus the loss. */
   double vscore = !validate_now ? NAN : bleu_measured(&t->data, tc) ? vbleu : -vloss;
@@ -513,6 +642,7 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
 
 static void trainer_free(struct trainer *t) {
   if (t->log) fclose(t->log);
+  if (t->lock_fd >= 0) close(t->lock_fd);
   intrus_ctx_destroy(t->scratch);
   train_phases_free(&t->ph);
   intrus_ctx_destroy(t->ctx);
@@ -524,10 +654,11 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
                                 struct intrus_train_result *res, struct intrus_error *err) {
   memset(res, 0, sizeof *res);
   res->valid_bleu = NAN;
-  struct trainer t = {.opt = opt, .res = res, .best = -INFINITY, .ps = {.best = -INFINITY}};
+  struct trainer t = {.opt = opt, .res = res, .lock_fd = -1, .best = -INFINITY,
+                     .ps = {.best = -INFINITY}};
   enum intrus_status st;
   if ((st = trainer_setup(&t, cfg, err)) || (st = trainer_resume(&t, err)) ||
-      (st = trainer_start(&t, err)))
+      (st = trainer_start(&t, cfg, err)))
     goto done;
   while (t.step < t.stop) {
     double loss;

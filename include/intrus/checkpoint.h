@@ -62,6 +62,13 @@ enum intrus_status intrus_ckpt_put_params(struct intrus_ckpt_writer *w,
 enum intrus_status intrus_ckpt_get_params(const struct intrus_ckpt *c, struct intrus_params *p,
                                           bool with_moments, struct intrus_error *err);
 
+/* INTRUS_ERR_FORMAT naming the record when a parameter (or, with moments, an Adam
+ * moment) of p holds NaN or Inf in the checkpoint: what a model must not be given,
+ * though the format itself stores any float exactly. */
+enum intrus_status intrus_ckpt_check_finite(const struct intrus_ckpt *c,
+                                            const struct intrus_params *p, bool with_moments,
+                                            struct intrus_error *err);
+
 #ifdef __cplusplus
 }
 #endif
