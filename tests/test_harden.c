@@ -315,6 +315,85 @@ static void test_checks_before_work(void) {
   EXPECT_CONTAINS(out, "non-finite");
 }
 
+/* The smaller ones of the command line and the readers. */
+static void test_small_ones(void) {
+  char out[16384], path[800];
+  int rc;
+  /* getopt's own messages name the command as the user typed it. */
+  rc = test_run_intrus(test_tmpdir, "train text.cfg --bogus", out, sizeof out);
+  EXPECT(rc == 2, "unknown option: exit %d", rc);
+  EXPECT_CONTAINS(out, "intrus train: unrecognized option");
+  rc = test_run_intrus(test_tmpdir, "train text.cfg -n 1234567890123456789012345", out,
+                       sizeof out);
+  EXPECT(rc == 2, "a 25-digit -n: exit %d", rc);
+  EXPECT_CONTAINS(out, "too large");
+  rc = test_run_intrus(NULL, "help train", out, sizeof out);
+  EXPECT(rc == 0, "intrus help train: exit %d", rc);
+  EXPECT_CONTAINS(out, "Usage: intrus train EXPERIMENT.cfg");
+  rc = test_run_intrus(NULL, "run --help", out, sizeof out);
+  EXPECT(rc == 0, "intrus run --help: exit %d", rc);
+  EXPECT_CONTAINS(out, "Usage: intrus run EXPERIMENT.cfg");
+  EXPECT_CONTAINS(out, "BLEU");
+  EXPECT_CONTAINS(out, "test.hyp");
+
+  /* A fresh run is not "resumed from 0"; -n below the step reached trains nothing. */
+  rc = test_run_intrus(test_tmpdir, "train text.cfg -o fresh -n 2", out, sizeof out);
+  EXPECT(rc == 0, "fresh run: exit %d: %s", rc, out);
+  EXPECT(strstr(out, "resumed from 0") == NULL, "a fresh run says: %s", out);
+  EXPECT_CONTAINS(out, "steps 1..2");
+  rc = test_run_intrus(test_tmpdir, "train text.cfg -o fresh -n 1", out, sizeof out);
+  EXPECT(rc == 0, "-n below the step reached: exit %d: %s", rc, out);
+  EXPECT(strstr(out, "2..1") == NULL && strstr(out, "steps 3..") == NULL,
+         "-n below the step reached: %s", out);
+  EXPECT_CONTAINS(out, "already trained to step 2");
+
+  /* Empty input decodes to empty output; --trace on a left-to-right model is a usage
+   * error. */
+  test_write_file(test_tmp_path("empty.txt"), "");
+  rc = test_run_intrus(test_tmpdir, "decode text.cfg -o fresh -i empty.txt -q", out, sizeof out);
+  EXPECT(rc == 0 && out[0] == '\0', "empty input: exit %d, output '%s'", rc, out);
+  rc = test_run_intrus(test_tmpdir, "decode text.cfg -o fresh -q < empty.txt", out, sizeof out);
+  EXPECT(rc == 0 && out[0] == '\0', "empty stdin: exit %d, output '%s'", rc, out);
+  rc = test_run_intrus(test_tmpdir, "decode text.cfg -o fresh -i text/test.en -t tr -q", out,
+                       sizeof out);
+  EXPECT(rc == 2, "--trace on an autoregressive model: exit %d: %s", rc, out);
+
+  /* A FIFO as the config is refused at once instead of blocking. */
+  snprintf(path, sizeof path, "%s/fifo.cfg", test_tmpdir);
+  EXPECT(mkfifo(path, 0600) == 0, "mkfifo");
+  rc = test_run_intrus(test_tmpdir, "train fifo.cfg -q", out, sizeof out);
+  EXPECT(rc == 5, "a FIFO as the config: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "not a regular file");
+
+  /* A message too long for the error buffer keeps its end, where the reason is. */
+  char longdir[1500];
+  memset(longdir, 'd', sizeof longdir - 1);
+  longdir[sizeof longdir - 1] = '\0';
+  struct intrus_error err = {0};
+  intrus_error_set(&err, INTRUS_ERR_IO, "%s/x.cfg: cannot read: the reason", longdir);
+  EXPECT_CONTAINS(err.msg, "cannot read: the reason");
+  EXPECT_CONTAINS(err.msg, "[...]");
+  EXPECT(strlen(err.msg) < sizeof err.msg, "message overruns");
+
+  /* Pairs dropped for an empty side are counted in the data line. */
+  char *train_en = test_read_file(test_tmp_path("text/train.en"));
+  char *train_de = test_read_file(test_tmp_path("text/train.de"));
+  char *en = malloc(strlen(train_en) + 16), *de = malloc(strlen(train_de) + 16);
+  sprintf(en, "%s\nsomething\n", train_en);
+  sprintf(de, "%s\n\n", train_de);
+  test_write_file(test_tmp_path("text/train.en"), en);
+  test_write_file(test_tmp_path("text/train.de"), de);
+  rc = test_run_intrus(test_tmpdir, "train text.cfg -o blank -n 1", out, sizeof out);
+  EXPECT(rc == 0, "blank pairs: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "2 with an empty side");
+  test_write_file(test_tmp_path("text/train.en"), train_en);
+  test_write_file(test_tmp_path("text/train.de"), train_de);
+  free(en);
+  free(de);
+  free(train_en);
+  free(train_de);
+}
+
 int main(void) {
   if (!test_make_tmpdir("/tmp/intrus-test-harden-XXXXXX")) return 1;
   test_checkpoint_values();
@@ -323,6 +402,7 @@ int main(void) {
   test_lock();
   test_names();
   test_checks_before_work();
+  test_small_ones();
   test_remove_tmpdir();
   return test_finish("test_harden");
 }

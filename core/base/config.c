@@ -47,6 +47,13 @@ static struct intrus_config *parse_failed(struct intrus_config *c, struct intrus
 }
 
 struct intrus_config *intrus_config_load_file(const char *path, struct intrus_error *err) {
+  /* Checked before opening: opening a FIFO for reading blocks until a writer comes. */
+  struct stat pre;
+  if (stat(path, &pre) == 0 && !S_ISREG(pre.st_mode) && !S_ISDIR(pre.st_mode)) {
+    intrus_error_set(err, INTRUS_ERR_IO, "cannot read config file '%s': not a regular file",
+                     path);
+    return NULL;
+  }
   FILE *f = fopen(path, "r");
   if (!f) {
     intrus_error_set(err, INTRUS_ERR_IO, "cannot read config file '%s': %s", path,

@@ -10,8 +10,26 @@ enum intrus_status intrus_error_set(struct intrus_error *err, enum intrus_status
   if (err) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    char *full = NULL;
+    int n = vasprintf(&full, fmt, ap);
     va_end(ap);
+    if (n >= 0 && (size_t)n < sizeof err->msg) {
+      memcpy(err->msg, full, (size_t)n + 1);
+    } else if (n >= 0) {
+      /* Too long (a long path): the reason is at the end, so the middle is cut. */
+      const size_t cap = sizeof err->msg - 1, head = cap / 3;
+      const char *mark = " [...] ";
+      const size_t tail = cap - head - strlen(mark);
+      memcpy(err->msg, full, head);
+      memcpy(err->msg + head, mark, strlen(mark));
+      memcpy(err->msg + head + strlen(mark), full + (size_t)n - tail, tail);
+      err->msg[cap] = '\0';
+    } else {
+      va_start(ap, fmt);
+      vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+      va_end(ap);
+    }
+    free(full);
     err->status = status;
   }
   return status;

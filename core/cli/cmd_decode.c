@@ -191,18 +191,19 @@ int intrus_cmd_decode(int argc, char **argv) {
   if ((st = translator_open(cfg, x.run_dir, ckpt, x.search, &t, &err))) goto done;
   if (beam) t.beam.beam = (int)beam;
   if (trace_dir && !intrus_model_is_insertion(t.model)) {
-    st = intrus_error_set(&err, INTRUS_ERR_INVALID,
+    st = intrus_error_set(&err, INTRUS_ERR_USAGE,
                           "--trace: %s's decoder writes left to right or right to left; "
                           "decoding orders come from insertion models (decoder \"insertion\")",
                           argv[optind]);
     goto done;
   }
-  if ((st = intrus_lines_read(input, &lines, &n, &err))) goto done;
+  /* No input is no output (an empty stdin in a pipeline is not an error). */
+  if ((st = intrus_lines_read_any(input, &lines, &n, &err))) goto done;
   if (trace_dir && !(traj = calloc(n ? n : 1, sizeof *traj))) {
     st = intrus_error_set(&err, INTRUS_ERR_NOMEM, "out of memory");
     goto done;
   }
-  if ((st = translator_run(&t, lines, n, quiet ? NULL : stderr, &out, traj, &err)) ||
+  if ((n && (st = translator_run(&t, lines, n, quiet ? NULL : stderr, &out, traj, &err))) ||
       (trace_dir && (st = write_traces(trace_dir, &t.data, traj, n, pictures, &err))))
     goto done;
   if (output) {

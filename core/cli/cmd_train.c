@@ -1,6 +1,7 @@
 /* intrus train / intrus run, and the commands later work fills in. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,8 +16,7 @@
 static const char train_usage[] =
     "Usage: intrus %s EXPERIMENT.cfg [options]\n"
     "\n"
-    "Trains the model the experiment describes. A run directory that already holds a\n"
-    "checkpoint of the same model configuration is resumed from it.\n"
+    "%s"
     "\n"
     "Options:\n"
     "  -o, --run-dir DIR      where effective.cfg, train.log, checkpoint.ckpt%s go\n"
@@ -25,6 +25,17 @@ static const char train_usage[] =
     "  -n, --max-steps N      stop after step N (resume later to go on)\n"
     "  -q, --quiet            no progress lines\n"
     "  -h, --help             this help\n";
+
+static const char train_what[] =
+    "Trains the model the experiment describes. A run directory that already holds a\n"
+    "checkpoint of the same model configuration is resumed from it.\n";
+static const char run_what[] =
+    "Trains the model the experiment describes (resuming a run directory that already\n"
+    "holds a checkpoint of it, and doing nothing more if training is complete), then, for\n"
+    "text data, decodes the test split with the experiment's search settings into\n"
+    "RUN_DIR/test.hyp, scores it with BLEU (the eval.bleu settings; sacreBLEU 2.3.1's\n"
+    "numbers and signature) and writes RUN_DIR/results.json. The test split is checked\n"
+    "before training starts.\n";
 
 struct train_args {
   const char *experiment, *run_dir, *plugin_path;
@@ -37,7 +48,8 @@ static int parse_train_args(const char *cmd, int argc, char **argv, struct train
       {"run-dir", required_argument, NULL, 'o'},   {"plugin-path", required_argument, NULL, 'p'},
       {"max-steps", required_argument, NULL, 'n'}, {"quiet", no_argument, NULL, 'q'},
       {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
-  const char *extra = strcmp(cmd, "run") == 0 ? ", results.json" : "";
+  const bool run = strcmp(cmd, "run") == 0;
+  const char *extra = run ? ", results.json" : "", *what = run ? run_what : train_what;
   memset(a, 0, sizeof *a);
   optind = 1;
   int c;
@@ -49,7 +61,12 @@ static int parse_train_args(const char *cmd, int argc, char **argv, struct train
       char *end;
       errno = 0;
       a->max_steps = strtol(optarg, &end, 10);
-      if (errno || *end || a->max_steps <= 0) {
+      if (errno == ERANGE && a->max_steps > 0) {
+        fprintf(stderr, "intrus %s: --max-steps %s is too large (at most %ld)\n", cmd, optarg,
+                LONG_MAX);
+        return INTRUS_EXIT_USAGE;
+      }
+      if (errno || *end || end == optarg || a->max_steps <= 0) {
         fprintf(stderr, "intrus %s: --max-steps wants a positive integer, got '%s'\n", cmd,
                 optarg);
         return INTRUS_EXIT_USAGE;
@@ -57,13 +74,13 @@ static int parse_train_args(const char *cmd, int argc, char **argv, struct train
       break;
     }
     case 'q': a->quiet = true; break;
-    case 'h': printf(train_usage, cmd, extra); exit(INTRUS_EXIT_OK);
-    default: fprintf(stderr, train_usage, cmd, extra); return INTRUS_EXIT_USAGE;
+    case 'h': printf(train_usage, cmd, what, extra); exit(INTRUS_EXIT_OK);
+    default: fprintf(stderr, train_usage, cmd, what, extra); return INTRUS_EXIT_USAGE;
     }
   }
   if (optind != argc - 1) {
     fprintf(stderr, "intrus %s: expected one experiment file\n", cmd);
-    fprintf(stderr, train_usage, cmd, extra);
+    fprintf(stderr, train_usage, cmd, what, extra);
     return INTRUS_EXIT_USAGE;
   }
   a->experiment = argv[optind];
@@ -111,11 +128,12 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
   if (res.steps_done == res.resumed_from)
     printf("%s: already trained to step %ld (%s); valid loss %.4f\n", exp_name, res.steps_done,
            run_dir, res.valid_loss);
-  else
-    printf("%s: %ld steps (resumed from %ld), last train loss %.4f, valid loss %.4f, "
-           "%.0f tokens/s, %.1f s\n",
-           exp_name, res.steps_done, res.resumed_from, res.last_loss, res.valid_loss,
-           res.tokens_per_s, res.seconds);
+  else {
+    printf("%s: %ld steps", exp_name, res.steps_done);
+    if (res.resumed_from) printf(" (resumed from %ld)", res.resumed_from);
+    printf(", last train loss %.4f, valid loss %.4f, %.0f tokens/s, %.1f s\n", res.last_loss,
+           res.valid_loss, res.tokens_per_s, res.seconds);
+  }
   if (strcmp(cmd, "run") == 0) {
     if (text) {
       const struct score_result *b = &rs.bleu;

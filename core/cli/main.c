@@ -46,7 +46,13 @@ int main(int argc, char **argv) {
     return INTRUS_EXIT_USAGE;
   }
   const char *cmd = argv[1];
-  if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+  /* `intrus help CMD` is `intrus CMD --help`. */
+  char *help_argv[4] = {argv[0], argv[argc > 2 ? 2 : 1], "--help", NULL};
+  if (!strcmp(cmd, "help") && argc > 2) {
+    cmd = argv[2];
+    argv = help_argv;
+    argc = 3;
+  } else if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
     fputs(usage, stdout);
     return INTRUS_EXIT_OK;
   }
@@ -56,7 +62,14 @@ int main(int argc, char **argv) {
     return INTRUS_EXIT_OK;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-    if (!strcmp(cmd, commands[i].name)) return commands[i].fn(argc - 1, argv + 1);
+    if (!strcmp(cmd, commands[i].name)) {
+      /* getopt names the program by argv[0] in its messages: "intrus train: ...". */
+      char prog[64];
+      snprintf(prog, sizeof prog, "intrus %s", commands[i].name);
+      char **sub = argv + 1;
+      sub[0] = prog;
+      return commands[i].fn(argc - 1, sub);
+    }
   fprintf(stderr, "intrus: unknown command '%s' (try 'intrus --help')\n", cmd);
   return INTRUS_EXIT_USAGE;
 }

@@ -75,8 +75,8 @@ static enum intrus_status read_all(const char *path, char **buf, size_t *len,
   return INTRUS_OK;
 }
 
-enum intrus_status intrus_lines_read(const char *path, char ***lines, size_t *n,
-                                     struct intrus_error *err) {
+static enum intrus_status lines_read(const char *path, bool allow_empty, char ***lines,
+                                     size_t *n, struct intrus_error *err) {
   *lines = NULL;
   *n = 0;
   char *buf;
@@ -85,7 +85,7 @@ enum intrus_status intrus_lines_read(const char *path, char ***lines, size_t *n,
   if (st != INTRUS_OK) return st;
   if (len == 0) {
     free(buf);
-    return intrus_error_set(err, INTRUS_ERR_DATA, "%s: empty file", path);
+    return allow_empty ? INTRUS_OK : intrus_error_set(err, INTRUS_ERR_DATA, "%s: empty file", path);
   }
   size_t count = 0;
   for (const char *p = buf; (p = memchr(p, '\n', (size_t)(buf + len - p))); p++) count++;
@@ -119,6 +119,16 @@ enum intrus_status intrus_lines_read(const char *path, char ***lines, size_t *n,
   *lines = v;
   *n = count;
   return INTRUS_OK;
+}
+
+enum intrus_status intrus_lines_read(const char *path, char ***lines, size_t *n,
+                                     struct intrus_error *err) {
+  return lines_read(path, false, lines, n, err);
+}
+
+enum intrus_status intrus_lines_read_any(const char *path, char ***lines, size_t *n,
+                                         struct intrus_error *err) {
+  return lines_read(path, true, lines, n, err);
 }
 
 void intrus_lines_free(char **lines, size_t n) {

@@ -263,9 +263,10 @@ enum intrus_status dataset_prepare(struct dataset *d, const char *run_dir, long 
   d->batcher = intrus_batcher_create(d->train, max_tokens, 1000, seed);
   if (progress)
     fprintf(progress,
-            "data: %d training pairs (%zu dropped as longer than %d subwords), %d valid; "
-            "vocabulary %d / %d\n",
-            d->train->n, d->train->dropped_long, d->max_tokens_len, d->valid->n,
+            "data: %d training pairs (%zu dropped as longer than %d subwords, %zu with an "
+            "empty side), %d valid; vocabulary %d / %d\n",
+            d->train->n, d->train->dropped_long, d->max_tokens_len, d->train->dropped_empty,
+            d->valid->n,
             d->src_vocab_size, d->tgt_vocab_size);
 done:
   if (wtgt != wsrc) intrus_wordcount_free(wtgt);

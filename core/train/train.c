@@ -513,10 +513,12 @@ static enum intrus_status trainer_start(struct trainer *t, struct intrus_config 
   /* A phased run that stopped after its last phase ended early is complete. */
   if (t->ph.count && t->ps.cur >= t->ph.count) t->stop = t->step;
   if (t->opt->max_steps > 0 && t->opt->max_steps < t->stop) t->stop = t->opt->max_steps;
+  /* -n below the step already reached: nothing to train (never a range like 5..3). */
+  if (t->stop < t->step) t->stop = t->step;
   t->t0 = t->window_t = now_s();
-  if (t->opt->progress)
+  if (t->opt->progress && t->stop > t->step)
     fprintf(t->opt->progress, "training %s: %zu parameters, steps %ld..%ld\n", t->name,
-            intrus_params_numel(t->params), t->step, t->stop);
+            intrus_params_numel(t->params), t->step + 1, t->stop);
   return INTRUS_OK;
 }
 

@@ -32,6 +32,10 @@ extern "C" {
  * intrus_lines_free. */
 enum intrus_status intrus_lines_read(const char *path, char ***lines, size_t *n,
                                      struct intrus_error *err);
+/* The same, but an empty file is zero lines (*lines NULL), not an error: for input to
+ * decode, where no input means no output. */
+enum intrus_status intrus_lines_read_any(const char *path, char ***lines, size_t *n,
+                                         struct intrus_error *err);
 void intrus_lines_free(char **lines, size_t n);
 
 /* Both sides of a parallel corpus, line i of src translating line i of tgt. */
