@@ -5,7 +5,8 @@
  * no repeated rows after a kill and a resume; a second trainer on a locked run
  * directory is refused and told who holds it; experiment names that are not one plain
  * path component are refused; `intrus run` and `intrus decode -O` check what they will
- * read and write before they start. */
+ * read and write before they start; tokenizer files are tied to the data and settings
+ * that made them; and the command line's smaller failures. */
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -394,6 +395,75 @@ static void test_small_ones(void) {
   free(train_de);
 }
 
+/* ---- tokenizer files ------------------------------------------------------------ */
+
+static void test_tokenizer_files(void) {
+  char out[16384];
+  int rc;
+  char *train_en = test_read_file(test_tmp_path("text/train.en"));
+  char *cfg = test_read_file(test_tmp_path("text.cfg"));
+  /* A first run that fails after learning BPE (blank training data) leaves files that the
+   * next run, on fixed data, must not reuse. */
+  test_write_file(test_tmp_path("text/train.en"), "\n\n\n\n");
+  rc = test_run_intrus(test_tmpdir, "train text.cfg -o tok -n 1", out, sizeof out);
+  EXPECT(rc == 5, "blank training data: exit %d: %s", rc, out);
+  test_write_file(test_tmp_path("text/train.en"), train_en);
+  rc = test_run_intrus(test_tmpdir, "train text.cfg -o tok -n 1", out, sizeof out);
+  EXPECT(rc == 0, "after fixing the data: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "learnt again");
+  EXPECT(strstr(out, "vocabulary 4 / 4") == NULL, "the stale vocabulary was reused: %s", out);
+  char *manifest = test_read_file(test_tmp_path("tok/tokenizer.txt"));
+  EXPECT_CONTAINS(manifest, "bpe.codes 0x");
+  free(manifest);
+
+  /* Another bpe_merges: refused, not silently the old codes. */
+  char *other = test_replace(cfg, "bpe_merges = 10", "bpe_merges = 12");
+  test_write_file(test_tmp_path("text12.cfg"), other);
+  rc = test_run_intrus(test_tmpdir, "train text12.cfg -o tok -n 2 -q", out, sizeof out);
+  EXPECT(rc == 5, "another bpe_merges: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "bpe_merges");
+
+  /* Other training data. */
+  char *more = malloc(strlen(train_en) + 32);
+  sprintf(more, "%sopen the box\n", train_en);
+  char *train_de = test_read_file(test_tmp_path("text/train.de"));
+  char *more_de = malloc(strlen(train_de) + 32);
+  sprintf(more_de, "%sdie Kiste öffnen\n", train_de);
+  test_write_file(test_tmp_path("text/train.en"), more);
+  test_write_file(test_tmp_path("text/train.de"), more_de);
+  rc = test_run_intrus(test_tmpdir, "train text.cfg -o tok -n 2 -q", out, sizeof out);
+  EXPECT(rc == 5, "other training data: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "other training data");
+  test_write_file(test_tmp_path("text/train.en"), train_en);
+  test_write_file(test_tmp_path("text/train.de"), train_de);
+
+  /* An edited or emptied bpe.codes is refused by decode and by train. */
+  rc = test_run_intrus(test_tmpdir, "decode text.cfg -o tok -i text/test.en -q", out, sizeof out);
+  EXPECT(rc == 0, "decode of the intact run: exit %d: %s", rc, out);
+  char *codes = test_read_file(test_tmp_path("tok/bpe.codes"));
+  char *edited = malloc(strlen(codes) + 16);
+  sprintf(edited, "%sx y\n", codes);
+  test_write_file(test_tmp_path("tok/bpe.codes"), edited);
+  rc = test_run_intrus(test_tmpdir, "decode text.cfg -o tok -i text/test.en -q", out, sizeof out);
+  EXPECT(rc == 5, "decode with an edited bpe.codes: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "bpe.codes: changed since it was made");
+  test_write_file(test_tmp_path("tok/bpe.codes"), "");
+  rc = test_run_intrus(test_tmpdir, "train text.cfg -o tok -n 2 -q", out, sizeof out);
+  EXPECT(rc == 5, "train with an empty bpe.codes: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "bpe.codes: changed since it was made");
+  test_write_file(test_tmp_path("tok/bpe.codes"), codes);
+  rc = test_run_intrus(test_tmpdir, "train text.cfg -o tok -n 2 -q", out, sizeof out);
+  EXPECT(rc == 0, "train with the codes restored: exit %d: %s", rc, out);
+  free(codes);
+  free(edited);
+  free(more);
+  free(more_de);
+  free(train_de);
+  free(other);
+  free(cfg);
+  free(train_en);
+}
+
 int main(void) {
   if (!test_make_tmpdir("/tmp/intrus-test-harden-XXXXXX")) return 1;
   test_checkpoint_values();
@@ -403,6 +473,7 @@ int main(void) {
   test_names();
   test_checks_before_work();
   test_small_ones();
+  test_tokenizer_files();
   test_remove_tmpdir();
   return test_finish("test_harden");
 }

@@ -1,7 +1,8 @@
 /* Machine translation end to end on a slice of the bundled en-de corpus: training on
  * parallel text resumes exactly; decoding and `intrus run` write outputs and BLEU; bad
- * data (invalid UTF-8, unequal files, an empty file) and a vocabulary that does not
- * match the checkpoint are refused with messages naming the file. Validation decodes
+ * data (invalid UTF-8, unequal files, an empty file) and a vocabulary changed since it
+ * was made (tokenizer.txt) or that does not match the checkpoint are refused with
+ * messages naming the file. Validation decodes
  * for BLEU every valid_bleu_every steps with valid_beam, and best.ckpt follows BLEU only;
  * train.log's train_s counts training time without validation, across a resume. */
 #include <math.h>
@@ -128,6 +129,12 @@ static void test_vocab_mismatch(const char *cfg) {
   fclose(f);
   intrus_lines_free(lines, n);
   struct test_losses t = {0};
+  /* tokenizer.txt records the file as it was made. */
+  EXPECT(train(cfg, "b", 21, &t, &err) == INTRUS_ERR_DATA, "status: %s", err.msg);
+  EXPECT_CONTAINS(err.msg, "vocab.txt: changed since it was made");
+  /* A run from before tokenizer.txt: the checkpoint's vocabulary fingerprint refuses it. */
+  snprintf(path, sizeof path, "%s/b/tokenizer.txt", test_tmpdir);
+  EXPECT(unlink(path) == 0, "removing %s", path);
   EXPECT(train(cfg, "b", 21, &t, &err) == INTRUS_ERR_FORMAT, "status: %s", err.msg);
   EXPECT_CONTAINS(err.msg, "checkpoint.ckpt");
   EXPECT_CONTAINS(err.msg, "vocabulary");

@@ -168,6 +168,10 @@ enum intrus_status dataset_load_pipeline(struct dataset *d, const char *run_dir,
   char cs[4200], ct[4200], vs[4200], vt[4200];
   pipeline_paths(run_dir, cs, ct, vs, vt, sizeof cs, d->joint);
   enum intrus_status st;
+  /* Runs from before tokenizer.txt have none; their vocabulary is still fingerprinted by
+   * the checkpoint. */
+  if (dataset_manifest_exists(run_dir) && (st = dataset_manifest_check(d, run_dir, NULL, err)))
+    return st;
   if ((st = make_tokenizers(d, err)) || (st = intrus_bpe_load(cs, &d->src_bpe, err)) ||
       (st = intrus_vocab_load(vs, &d->src_vocab, err)))
     return st;
@@ -207,7 +211,27 @@ enum intrus_status dataset_prepare(struct dataset *d, const char *run_dir, long 
     goto done;
   char cs[4200], ct[4200], vsp[4200], vtp[4200];
   pipeline_paths(run_dir, cs, ct, vsp, vtp, sizeof cs, d->joint);
+  const uint64_t train_fp = dataset_train_fp(&train);
+  bool record = false; /* write tokenizer.txt once everything below has succeeded */
+  bool legacy = false;  /* a run from before tokenizer.txt: its checkpoint checks the vocabulary */
+  if (access(cs, F_OK) == 0 && !dataset_manifest_exists(run_dir)) {
+    char ck[4200];
+    snprintf(ck, sizeof ck, "%s/checkpoint.ckpt", run_dir);
+    if (access(ck, F_OK) != 0) {
+      /* Left by a first run that failed before its data were ready: never trusted. */
+      if (progress)
+        fprintf(progress, "%s: tokenizer files of an unfinished first run: learnt again\n",
+                run_dir);
+      unlink(cs);
+      unlink(ct);
+      unlink(vsp);
+      unlink(vtp);
+    } else {
+      legacy = true;
+    }
+  }
   if (access(cs, F_OK) != 0) {
+    record = true;
     /* First run: learn the segmentation from the training split. */
     wsrc = intrus_wordcount_create();
     wtgt = d->joint ? wsrc : intrus_wordcount_create();
@@ -241,7 +265,9 @@ enum intrus_status dataset_prepare(struct dataset *d, const char *run_dir, long 
       goto done;
     set_vocab_sizes(d);
   } else {
-    if ((st = dataset_load_pipeline(d, run_dir, err))) goto done;
+    if ((!legacy && (st = dataset_manifest_check(d, run_dir, &train_fp, err))) ||
+        (st = dataset_load_pipeline(d, run_dir, err)))
+      goto done;
     bpe_all(d->src_bpe, ts, train.n);
     bpe_all(d->tgt_bpe, tt, train.n);
   }
@@ -260,6 +286,7 @@ enum intrus_status dataset_prepare(struct dataset *d, const char *run_dir, long 
                                  d->valid_text.n, d->src_vocab, d->tgt_vocab, &vopts,
                                  &d->valid, err)))
     goto done;
+  if (record && (st = dataset_manifest_write(d, run_dir, train_fp, err))) goto done;
   d->batcher = intrus_batcher_create(d->train, max_tokens, 1000, seed);
   if (progress)
     fprintf(progress,

@@ -53,6 +53,17 @@ enum intrus_status dataset_load_pipeline(struct dataset *d, const char *run_dir,
 
 void dataset_free(struct dataset *d);
 
+/* RUN_DIR/tokenizer.txt (dataset_manifest.c): what made the run's BPE codes and
+ * vocabularies. dataset_prepare writes it when it learns them and checks it when it
+ * reuses them; dataset_load_pipeline checks it (without the training data, train_fp
+ * NULL). A mismatch is INTRUS_ERR_DATA naming the file or setting. */
+uint64_t dataset_train_fp(const struct intrus_parallel_text *train);
+bool dataset_manifest_exists(const char *run_dir);
+enum intrus_status dataset_manifest_write(const struct dataset *d, const char *run_dir,
+                                          uint64_t train_fp, struct intrus_error *err);
+enum intrus_status dataset_manifest_check(const struct dataset *d, const char *run_dir,
+                                          const uint64_t *train_fp, struct intrus_error *err);
+
 /* Frees an array of n separately malloc'd lines (what dataset_segment and
  * translate_lines return; intrus_lines_read's arrays are one block and have their own
  * intrus_lines_free). */
