@@ -359,6 +359,26 @@ static void test_small_ones(void) {
                        sizeof out);
   EXPECT(rc == 2, "--trace on an autoregressive model: exit %d: %s", rc, out);
 
+  /* One very long input line is cut to search.max_src_len subwords, with a warning
+   * naming the file and line (it asked for a terabyte and aborted). */
+  size_t big = 3000 * strlen("open the file ") + 64;
+  char *lines = malloc(big);
+  strcpy(lines, "open the file\n");
+  for (int i = 0; i < 3000; i++) strcat(lines, "open the file ");
+  strcat(lines, "\n");
+  test_write_file(test_tmp_path("long.txt"), lines);
+  free(lines);
+  rc = test_run_intrus(test_tmpdir, "decode text.cfg -o fresh -i long.txt -O long.out -q", out,
+                       sizeof out);
+  EXPECT(rc == 0, "a 9000-word line: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "long.txt:2: ");
+  EXPECT_CONTAINS(out, "decoding the first 256 (search.max_src_len)");
+  char *decoded = test_read_file(test_tmp_path("long.out"));
+  int nl = 0;
+  for (const char *p = decoded; p && *p; p++) nl += *p == '\n';
+  EXPECT(nl == 2, "%d output lines for 2 inputs", nl);
+  free(decoded);
+
   /* A FIFO as the config is refused at once instead of blocking. */
   snprintf(path, sizeof path, "%s/fifo.cfg", test_tmpdir);
   EXPECT(mkfifo(path, 0600) == 0, "mkfifo");

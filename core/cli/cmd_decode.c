@@ -190,6 +190,7 @@ int intrus_cmd_decode(int argc, char **argv) {
   if (!ckpt_arg) snprintf(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", x.run_dir);
   if ((st = translator_open(cfg, x.run_dir, ckpt, x.search, &t, &err))) goto done;
   if (beam) t.beam.beam = (int)beam;
+  t.input_name = input;
   if (trace_dir && !intrus_model_is_insertion(t.model)) {
     st = intrus_error_set(&err, INTRUS_ERR_USAGE,
                           "--trace: %s's decoder writes left to right or right to left; "
@@ -279,6 +280,7 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
   dataset_split_path(&t.data, "test", t.data.src_lang, src, sizeof src);
   dataset_split_path(&t.data, "test", t.data.tgt_lang, tgt, sizeof tgt);
   if ((st = intrus_parallel_read(src, tgt, &test, err))) goto done;
+  t.input_name = src;
   if (progress) fprintf(progress, "decoding the test set (%zu sentences, beam %d)\n", test.n, t.beam.beam);
   if ((st = translator_run(&t, test.src, test.n, progress, &hyps, NULL, err))) goto done;
   snprintf(path, sizeof path, "%s/test.hyp", run_dir);

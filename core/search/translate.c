@@ -9,11 +9,12 @@
 enum intrus_status translator_read_search(const intrus_cfg *root, struct translator *t,
                                           struct intrus_error *err) {
   const intrus_cfg *g;
-  long long beam, b, batch_tokens;
+  long long beam, b, batch_tokens, max_src_len;
   double alpha, a;
   enum intrus_status st;
   t->beam = intrus_beam_defaults();
   t->batch_tokens = 2000;
+  t->max_src_len = 256;
   if ((st = intrus_cfg_group(root, "search", &g, err))) return st;
   if (!g) return INTRUS_OK;
   if ((st = intrus_cfg_int_range(g, "beam", t->beam.beam, 1, 1024, &beam, err)) ||
@@ -25,6 +26,8 @@ enum intrus_status translator_read_search(const intrus_cfg *root, struct transla
       (st = intrus_cfg_bool(g, "prune", t->beam.prune, &t->beam.prune, err)) ||
       (st = intrus_cfg_bool(g, "finish_in_beam", t->beam.finish_in_beam,
                             &t->beam.finish_in_beam, err)) ||
+      (st = intrus_cfg_int_range(g, "max_src_len", t->max_src_len, 1, 1 << 16, &max_src_len,
+                                 err)) ||
       (st = intrus_cfg_check_unknown(g, err)))
     return st;
   t->beam.beam = (int)beam;
@@ -32,6 +35,7 @@ enum intrus_status translator_read_search(const intrus_cfg *root, struct transla
   t->beam.max_len_a = (float)a;
   t->beam.max_len_b = (int)b;
   t->batch_tokens = batch_tokens;
+  t->max_src_len = (int)max_src_len;
   return INTRUS_OK;
 }
 
@@ -80,7 +84,8 @@ void translator_close(struct translator *t) {
 enum intrus_status translator_run(struct translator *t, char *const *lines, size_t n,
                                   FILE *progress, char ***out, struct intrus_ins_hyp *traj,
                                   struct intrus_error *err) {
-  return translate_lines(t->model, &t->data, &t->beam, t->batch_tokens, lines, n, progress,
+  return translate_lines(t->model, &t->data, &t->beam, t->batch_tokens, t->max_src_len,
+                         t->input_name, lines, n, progress,
                          out, traj, err);
 }
 
@@ -110,8 +115,28 @@ static enum intrus_status insertion_batch(struct intrus_model *model, intrus_ctx
   return st;
 }
 
+/* Cuts the segmented line (subwords separated by single spaces) after max tokens. */
+static void cut_line(char *seg, int max, const char *name, size_t line) {
+  int count = 0;
+  char *cut = NULL;
+  for (char *p = seg; *p;) {
+    while (*p == ' ') p++;
+    if (!*p) break;
+    if (++count == max + 1) cut = p;
+    while (*p && *p != ' ') p++;
+  }
+  if (!cut) return;
+  while (cut > seg && cut[-1] == ' ') cut--;
+  *cut = '\0';
+  fprintf(stderr,
+          "intrus: warning: %s:%zu: %d subword tokens; decoding the first %d "
+          "(search.max_src_len)\n",
+          name ? name : "input", line, count, max);
+}
+
 enum intrus_status translate_lines(struct intrus_model *model, struct dataset *data,
                                    const struct intrus_beam_opts *beam, long batch_tokens,
+                                   int max_src_len, const char *src_name,
                                    char *const *lines, size_t n, FILE *progress, char ***out,
                                    struct intrus_ins_hyp *traj, struct intrus_error *err) {
   char **seg = NULL, **res = calloc(n ? n : 1, sizeof *res);
@@ -123,8 +148,9 @@ enum intrus_status translate_lines(struct intrus_model *model, struct dataset *d
   struct intrus_ins_search_stats stats = {0};
   enum intrus_status st;
   if (!res) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-  if ((st = dataset_segment(data, 0, lines, n, &seg, err)) ||
-      (st = intrus_corpus_encode((const char *const *)seg, NULL, n, data->src_vocab, NULL, NULL,
+  if ((st = dataset_segment(data, 0, lines, n, &seg, err))) goto done;
+  for (size_t i = 0; i < n; i++) cut_line(seg[i], max_src_len, src_name, i + 1);
+  if ((st = intrus_corpus_encode((const char *const *)seg, NULL, n, data->src_vocab, NULL, NULL,
                                  &c, err)))
     goto done;
   b = intrus_batcher_create_sorted(c, batch_tokens);

@@ -15,11 +15,14 @@ struct translator {
   struct intrus_model *model;
   struct intrus_beam_opts beam;
   long batch_tokens;
+  int max_src_len;        /* search.max_src_len: longer inputs are cut, with a warning */
+  const char *input_name; /* named in those warnings (NULL: "input") */
 };
 
 /* Reads the experiment's `data`, `model` and optional `search` group
  *   search: { beam = 4; alpha = 1.0; max_len_a = 2.0; max_len_b = 3; batch_tokens = 2000;
- *             prune = true (insertion models: exact pruning of the token softmax) };
+ *             prune = true (insertion models: exact pruning of the token softmax);
+ *             max_src_len = 256 (subword tokens of an input line decoded; more are cut) };
  * loads the run directory's BPE codes and vocabularies, and the checkpoint ckpt_path
  * (refused if it was written for another model configuration or vocabulary). */
 enum intrus_status translator_open(struct intrus_config *cfg, const char *run_dir,
@@ -41,9 +44,13 @@ enum intrus_status translator_run(struct translator *t, char *const *lines, size
                                   FILE *progress, char ***out, struct intrus_ins_hyp *traj,
                                   struct intrus_error *err);
 
-/* The same for any model and text pipeline (training uses it for validation BLEU). */
+/* The same for any model and text pipeline (training uses it for validation BLEU). A
+ * line of more than max_src_len subword tokens is cut to its first max_src_len, with a
+ * warning on stderr naming src_name and the line: memory and time grow with the length,
+ * and without a bound one long line could ask for terabytes. */
 enum intrus_status translate_lines(struct intrus_model *model, struct dataset *data,
                                    const struct intrus_beam_opts *beam, long batch_tokens,
+                                   int max_src_len, const char *src_name,
                                    char *const *lines, size_t n, FILE *progress, char ***out,
                                    struct intrus_ins_hyp *traj, struct intrus_error *err);
 

@@ -151,8 +151,11 @@ static enum intrus_status validate_bleu(struct intrus_model *m, struct dataset *
   char **hyps;
   struct intrus_beam_opts beam = search->beam;
   if (t->valid_beam > 0) beam.beam = t->valid_beam;
-  enum intrus_status st = translate_lines(m, d, &beam, search->batch_tokens,
-                                          d->valid_text.src, n, NULL, &hyps, NULL, err);
+  char valid_name[4200];
+  dataset_split_path(d, "valid", d->src_lang, valid_name, sizeof valid_name);
+  enum intrus_status st =
+      translate_lines(m, d, &beam, search->batch_tokens, search->max_src_len, valid_name,
+                      d->valid_text.src, n, NULL, &hyps, NULL, err);
   if (st) return st;
   struct score_result r;
   st = score_corpus(plugins, "bleu", bleu_cfg, hyps, d->valid_text.tgt, n, &r, err);
