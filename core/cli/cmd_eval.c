@@ -2,8 +2,9 @@
  *
  * `intrus eval bleu` behaves like the sacreBLEU 2.3.1 command line on plain files: every
  * line is rstrip()ped with Python's whitespace set before scoring (sacreBLEU's CLI does
- * line.rstrip()), so a reference line of spaces is an empty reference, which sacreBLEU
- * refuses; the text output is sacreBLEU's score line and its signature. The BLEU itself
+ * line.rstrip()), so a reference line of spaces is an empty reference (length 0, kept,
+ * as sacreBLEU 2.3.1 keeps it); files may be gzip and "-" is standard input; the text
+ * output is sacreBLEU's score line and its signature. The BLEU itself
  * comes from the eval_bleu plugin, loaded like any other plugin, so `--plugin-path` and
  * INTRUS_PLUGIN_PATH can swap in another build of it. */
 #include <errno.h>
@@ -21,6 +22,7 @@
 
 #include "cli.h"
 #include "intrus/config.h"
+#include "intrus/corpus.h"
 #include "intrus/eval.h"
 #include "intrus/plugin.h"
 
@@ -39,10 +41,10 @@ static const char bleu_usage[] =
     "Usage: intrus eval bleu --ref REF [--ref REF2 ...] --hyp HYP [options]\n"
     "\n"
     "Corpus BLEU of HYP against one or more references, computed as sacreBLEU 2.3.1 does\n"
-    "(max n-gram order 4, closest reference length). Files are UTF-8, one segment per\n"
-    "line, all with the same number of lines; trailing whitespace is ignored, and an\n"
-    "empty line in one of several reference files means that segment has fewer\n"
-    "references.\n"
+    "(max n-gram order 4, closest reference length). Files are UTF-8 (plain or gzip; '-'\n"
+    "is standard input), one segment per line, all with the same number of lines;\n"
+    "trailing whitespace is ignored, and an empty reference line is a reference of\n"
+    "length 0 (as sacreBLEU's command line keeps it).\n"
     "\n"
     "Options:\n"
     "  -r, --ref FILE         a reference file (repeat for multiple references)\n"
@@ -95,47 +97,13 @@ static void text_file_free(struct text_file *t) {
   t->n = 0;
 }
 
-static enum intrus_status slurp(const char *path, char **out, size_t *len,
-                                struct intrus_error *err) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n, f);
-    if (n < cap) break;
-    char *bigger = realloc(buf, cap * 2);
-    if (!bigger) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = bigger;
-    cap *= 2;
-  }
-  bool failed = buf && ferror(f);
-  int saved = errno;
-  fclose(f);
-  if (!buf) return intrus_error_set(err, INTRUS_ERR_NOMEM, "%s: out of memory", path);
-  if (failed) {
-    free(buf);
-    return intrus_error_set(err, INTRUS_ERR_IO, "%s: read error: %s", path, strerror(saved));
-  }
-  *out = buf;
-  *len = n;
-  return INTRUS_OK;
-}
-
-/* Reads path as lines split at '\n' only (as Python's open(newline="\n") does: a '\r'
- * stays in the line, where rstrip removes it), checks that each line is valid UTF-8
- * without NUL bytes, and rstrip()s it. A final line without '\n' counts; a final '\n'
- * does not start another line. Errors name the file and line. */
 static enum intrus_status read_lines(const char *path, struct text_file *t,
                                      struct intrus_error *err) {
   size_t len = 0;
   memset(t, 0, sizeof *t);
   t->path = path;
-  enum intrus_status st = slurp(path, &t->buf, &len, err);
+  /* Plain or gzip (sacreBLEU's smart_open), "-" for standard input. */
+  enum intrus_status st = intrus_file_read_all(path, &t->buf, &len, err);
   if (st != INTRUS_OK) return st;
   size_t nl = 0;
   for (size_t i = 0; i < len; i++) nl += t->buf[i] == '\n';
@@ -361,8 +329,16 @@ static int parse_bleu_args(int argc, char **argv, struct bleu_args *a) {
       if (a->nrefs == MAX_REFS) return bleu_usage_error("at most %d --ref files", MAX_REFS);
       a->refs[a->nrefs++] = optarg;
       break;
-    case 'i': a->hyp = optarg; break;
-    case OPT_HYP2: a->hyp2 = optarg; break;
+    case 'i':
+      /* Keeping the last of two would score a file the user may not have meant. */
+      if (a->hyp) return bleu_usage_error("--hyp given twice ('%s', '%s'): one system per --hyp, "
+                                          "a second one with --hyp2", a->hyp, optarg);
+      a->hyp = optarg;
+      break;
+    case OPT_HYP2:
+      if (a->hyp2) return bleu_usage_error("--hyp2 given twice ('%s', '%s')", a->hyp2, optarg);
+      a->hyp2 = optarg;
+      break;
     case 'b': {
       char *end;
       errno = 0;
@@ -401,6 +377,9 @@ static int parse_bleu_args(int argc, char **argv, struct bleu_args *a) {
   if (optind < argc) return bleu_usage_error("unexpected argument '%s'", argv[optind]);
   if (!a->hyp) return bleu_usage_error("a hypothesis file is needed (--hyp FILE)");
   if (a->nrefs == 0) return bleu_usage_error("a reference file is needed (--ref FILE)");
+  int stdin_uses = !strcmp(a->hyp, "-") + (a->hyp2 && !strcmp(a->hyp2, "-"));
+  for (int r = 0; r < a->nrefs; r++) stdin_uses += !strcmp(a->refs[r], "-");
+  if (stdin_uses > 1) return bleu_usage_error("standard input ('-') can be only one of the files");
   if (a->hyp2 && a->bootstrap == 0) a->bootstrap = INTRUS_BOOTSTRAP_DEFAULT_SAMPLES;
   return -1;
 }
@@ -432,8 +411,9 @@ static void sum_stats(const double *stats, size_t nseg, int ss, double *sum) {
     for (int k = 0; k < ss; k++) sum[k] += stats[i * (size_t)ss + k];
 }
 
-/* Every input file read and checked against the others: same line counts, and no
- * segment whose references are all empty (sacreBLEU refuses those). */
+/* Every input file read and checked against the others: same line counts. An empty
+ * reference line is a reference of length 0, as in sacreBLEU 2.3.1's command line (only
+ * an API's None is an absent reference). */
 static enum intrus_status read_inputs(const struct bleu_args *a, struct text_file *refs,
                                       struct text_file *hyp, struct text_file *hyp2,
                                       struct intrus_error *err) {
@@ -455,21 +435,6 @@ static enum intrus_status read_inputs(const struct bleu_args *a, struct text_fil
                             "line counts differ: %s has %zu lines, %s has %zu (one line per "
                             "segment in every file)",
                             hyp->path, hyp->n, hyp2->path, hyp2->n);
-  for (size_t i = 0; i < hyp->n; i++) {
-    int used = 0;
-    for (int r = 0; r < a->nrefs; r++) used += refs[r].lines[i][0] != '\0';
-    if (used == 0) {
-      if (a->nrefs == 1)
-        return intrus_error_set(err, INTRUS_ERR_DATA,
-                                "%s:%zu: empty reference line (every segment needs a "
-                                "reference, as in sacreBLEU)",
-                                refs[0].path, i + 1);
-      return intrus_error_set(err, INTRUS_ERR_DATA,
-                              "line %zu is empty in every reference file (%s, ...): every "
-                              "segment needs a reference, as in sacreBLEU",
-                              i + 1, refs[0].path);
-    }
-  }
   return INTRUS_OK;
 }
 

@@ -37,7 +37,10 @@ static enum intrus_status read_all(const char *path, char **buf, size_t *len,
   *buf = NULL;
   *len = 0;
   errno = 0;
-  gzFile gz = gzopen(path, "rb");
+  /* "-" is standard input (dup'ed: gzclose must not close the process's fd 0). */
+  int fd = strcmp(path, "-") ? -1 : dup(0);
+  gzFile gz = fd >= 0 ? gzdopen(fd, "rb") : strcmp(path, "-") ? gzopen(path, "rb") : NULL;
+  if (!gz && fd >= 0) close(fd);
   if (!gz) {
     /* errno is 0 when zlib itself could not allocate its state. */
     int e = errno ? errno : ENOMEM;
@@ -119,6 +122,11 @@ static enum intrus_status lines_read(const char *path, bool allow_empty, char **
   *lines = v;
   *n = count;
   return INTRUS_OK;
+}
+
+enum intrus_status intrus_file_read_all(const char *path, char **buf, size_t *len,
+                                        struct intrus_error *err) {
+  return read_all(path, buf, len, err);
 }
 
 enum intrus_status intrus_lines_read(const char *path, char ***lines, size_t *n,

@@ -32,6 +32,10 @@ extern "C" {
  * intrus_lines_free. */
 enum intrus_status intrus_lines_read(const char *path, char ***lines, size_t *n,
                                      struct intrus_error *err);
+/* The whole file, decompressed when it is gzip data (whatever its name), "-" being
+ * standard input; *buf (malloc'd, one spare byte after *len) holds it. */
+enum intrus_status intrus_file_read_all(const char *path, char **buf, size_t *len,
+                                        struct intrus_error *err);
 /* The same, but an empty file is zero lines (*lines NULL), not an error: for input to
  * decode, where no input means no output. */
 enum intrus_status intrus_lines_read_any(const char *path, char ***lines, size_t *n,

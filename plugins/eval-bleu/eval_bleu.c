@@ -9,8 +9,9 @@
  *     tokenizer_none.py], then str.split() [helpers.extract_all_word_ngrams];
  *   - n-gram matches clipped by the maximum count over the references, and the closest
  *     reference length with ties going to the shorter [BLEU._compute_segment_statistics,
- *     BLEU._get_closest_ref_len]; empty references ("") are left out of a segment,
- *     which sacreBLEU uses for a variable number of references [Metric._cache_references];
+ *     BLEU._get_closest_ref_len]; absent references (NULL, sacreBLEU's None) are left out
+ *     of a segment, for a variable number of references, while an empty one ("") is a
+ *     reference of length 0 [Metric._cache_references];
  *   - the score from summed statistics, with its smoothing methods, brevity penalty,
  *     the log floor for zero precisions and the early exit without any match
  *     [BLEU.compute_bleu, utils.my_log], and the signature [BLEUSignature].
@@ -325,23 +326,22 @@ static enum intrus_status bleu_segment_stats(void *self, const char *hyp,
   if (!hyp || !refs || nrefs < 1)
     return intrus_error_set(err, INTRUS_ERR_INVALID,
                             "BLEU: a segment needs a hypothesis and at least one reference");
-  /* "" (or NULL) marks a reference this segment does not have; sacreBLEU refuses a
-   * segment left with none. The test is on the raw string, as in sacreBLEU: a line of
-   * spaces is a reference of length 0. */
+  /* NULL marks a reference this segment does not have (sacreBLEU's None: a variable
+   * number of references); "" is a reference of length 0, kept as sacreBLEU 2.3.1 keeps
+   * it. A segment needs at least one reference. */
   int used = 0;
   for (int r = 0; r < nrefs; r++)
-    if (refs[r] && refs[r][0]) used++;
+    if (refs[r]) used++;
   if (used == 0)
     return intrus_error_set(err, INTRUS_ERR_DATA,
-                            "BLEU: empty reference: every reference of the segment is empty "
-                            "(sacreBLEU: \"Empty or `None` reference sentence found.\")");
+                            "BLEU: the segment has no reference (every one is absent)");
 
   struct toks *strs = calloc((size_t)used + 1, sizeof *strs);
   struct cps tmp = {0};
   if (!strs) return intrus_error_set(err, INTRUS_ERR_NOMEM, "BLEU: out of memory");
   enum intrus_status st = preprocess(b, hyp, "hypothesis", &strs[0], &tmp, err);
   for (int r = 0, k = 1; st == INTRUS_OK && r < nrefs; r++) {
-    if (!refs[r] || !refs[r][0]) continue;
+    if (!refs[r]) continue;
     char what[32];
     snprintf(what, sizeof what, "reference %d", r + 1);
     st = preprocess(b, refs[r], what, &strs[k++], &tmp, err);
