@@ -18,6 +18,7 @@
 #include "text/dataset.h"
 #include "eval/score.h"
 #include "train_phases.h"
+#include "train_resume.h"
 #include "search/translate.h"
 
 struct train_cfg {
@@ -375,88 +376,45 @@ static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config 
   return INTRUS_OK;
 }
 
-/* The values a checkpoint's records hold, checked against this run's config before any
- * is used: a well-formed but edited (or foreign) record must not index past the
- * phases, run the schedule backwards or carry NaN into the plateau rule. v: the phase
- * records as read (phase, phase_start, sched_start, phase_stale, phase_best). */
-static enum intrus_status check_resume_state(const struct trainer *t, uint64_t step,
-                                             const uint64_t v[5], struct intrus_error *err) {
-  const char *path = t->ckpt_path;
-  const long total = t->ph.count ? t->ph.total_steps : t->tc.steps;
-  const char *what = t->ph.count ? "the sum of train.phases' steps" : "train.steps";
-  const char *why = "the checkpoint is damaged or belongs to another run";
-  if (step == 0 || step > (uint64_t)total)
-    return intrus_error_set(err, INTRUS_ERR_FORMAT,
-                            "%s: record 'step' is %llu, outside 1..%ld (%s): %s", path,
-                            (unsigned long long)step, total, what, why);
-  if (!isfinite(t->res->last_loss))
-    return intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: record 'last_loss' is %g: %s", path,
-                            t->res->last_loss, why);
-  if (isnan(t->best) || t->best == INFINITY)
-    return intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: record 'best' is %g: %s", path,
-                            t->best, why);
-  const uint64_t phases = (uint64_t)t->ph.count;
-  if (v[0] > phases || (!phases && v[0] != 0))
-    return intrus_error_set(err, INTRUS_ERR_FORMAT,
-                            "%s: record 'phase' is %llu, but the config has %llu phase(s): %s",
-                            path, (unsigned long long)v[0], (unsigned long long)phases, why);
-  if (v[1] > step || v[2] > step)
-    return intrus_error_set(err, INTRUS_ERR_FORMAT,
-                            "%s: record '%s' is %llu, after the checkpoint's step %llu: %s", path,
-                            v[1] > step ? "phase_start" : "sched_start",
-                            (unsigned long long)(v[1] > step ? v[1] : v[2]),
-                            (unsigned long long)step, why);
-  if (v[0] < phases && v[3] > (uint64_t)t->ph.phase[v[0]].patience)
-    return intrus_error_set(err, INTRUS_ERR_FORMAT,
-                            "%s: record 'phase_stale' is %llu, beyond the phase's patience %d: %s",
-                            path, (unsigned long long)v[3], t->ph.phase[v[0]].patience, why);
-  if (isnan(t->ps.best) || t->ps.best == INFINITY)
-    return intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: record 'phase_best' is %g: %s", path,
-                            t->ps.best, why);
-  return INTRUS_OK;
-}
-
 /* Continues from the run's checkpoint.ckpt when there is one: parameters, Adam's
  * moments, step, best score, training time and where the phases stand. */
 static enum intrus_status trainer_resume(struct trainer *t, struct intrus_error *err) {
   if (access(t->ckpt_path, F_OK) != 0) return INTRUS_OK;
   const char *path = t->ckpt_path;
   struct intrus_ckpt *ck;
-  uint64_t saved = 0, loss_bits = 0, vocab_fp = 0, best_bits = 0, v[5] = {0};
+  struct resume_state rs;
+  int *patience = malloc(((size_t)t->ph.count + 1) * sizeof *patience);
+  if (!patience) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  for (int i = 0; i < t->ph.count; i++) patience[i] = t->ph.phase[i].patience;
+  struct resume_limits lim = {.total_steps = t->ph.count ? t->ph.total_steps : t->tc.steps,
+                              .phases = t->ph.count, .patience = patience};
   enum intrus_status st = intrus_ckpt_read(path, true, t->fp, &ck, err);
-  if (st) return st;
-  st = intrus_ckpt_check_finite(ck, t->params, true, err);
-  if (!st) st = intrus_ckpt_get_params(ck, t->params, true, err);
-  if (!st && (!intrus_ckpt_u64(ck, "step", &saved) || !intrus_ckpt_u64(ck, "last_loss", &loss_bits) ||
-              !intrus_ckpt_u64(ck, "vocab", &vocab_fp) || !intrus_ckpt_u64(ck, "best", &best_bits)))
-    st = intrus_error_set(err, INTRUS_ERR_FORMAT,
-                          "%s: no 'step', 'last_loss', 'vocab' or 'best' record", path);
-  else if (!st && vocab_fp != t->data.vocab_fingerprint)
-    st = intrus_error_set(err, INTRUS_ERR_FORMAT,
-                          "%s: written with another vocabulary than %s/vocab*.txt "
-                          "(fingerprint 0x%016llx, vocabulary 0x%016llx)",
-                          path, t->opt->run_dir, (unsigned long long)vocab_fp,
-                          (unsigned long long)t->data.vocab_fingerprint);
-  else if (!st) {
-    memcpy(&t->res->last_loss, &loss_bits, sizeof loss_bits);
-    memcpy(&t->best, &best_bits, sizeof t->best);
-    t->step = (long)saved;
-    uint64_t ms;
-    /* Checkpoints from before the record: the time before the resume is unknown. */
-    if (intrus_ckpt_u64(ck, "train_ms", &ms)) t->train_before = (double)ms / 1e3;
-    if (intrus_ckpt_u64(ck, "phase", &v[0]) && intrus_ckpt_u64(ck, "phase_start", &v[1]) &&
-        intrus_ckpt_u64(ck, "sched_start", &v[2]) && intrus_ckpt_u64(ck, "phase_stale", &v[3]) &&
-        intrus_ckpt_u64(ck, "phase_best", &v[4])) {
-      t->ps.cur = (long)v[0];
-      t->ps.start = (long)v[1];
-      t->ps.sched_start = (long)v[2];
-      t->ps.stale = (long)v[3];
-      memcpy(&t->ps.best, &v[4], sizeof t->ps.best);
-    }
-    st = check_resume_state(t, saved, v, err);
+  if (!st) {
+    if (!(st = resume_state_read(ck, path, &lim, &rs, err)) &&
+        !(st = intrus_ckpt_check_finite(ck, t->params, true, err)))
+      st = intrus_ckpt_get_params(ck, t->params, true, err);
+    intrus_ckpt_free(ck);
   }
-  intrus_ckpt_free(ck);
+  free(patience);
   if (st) return st;
+  if (rs.vocab != t->data.vocab_fingerprint)
+    return intrus_error_set(err, INTRUS_ERR_FORMAT,
+                            "%s: written with another vocabulary than %s/vocab*.txt "
+                            "(fingerprint 0x%016llx, vocabulary 0x%016llx)",
+                            path, t->opt->run_dir, (unsigned long long)rs.vocab,
+                            (unsigned long long)t->data.vocab_fingerprint);
+  t->res->last_loss = rs.last_loss;
+  t->best = rs.best;
+  t->step = (long)rs.step;
+  /* Checkpoints from before the record: the time before the resume is unknown. */
+  if (rs.has_train_ms) t->train_before = (double)rs.train_ms / 1e3;
+  if (rs.has_phase) {
+    t->ps.cur = (long)rs.phase;
+    t->ps.start = (long)rs.phase_start;
+    t->ps.sched_start = (long)rs.sched_start;
+    t->ps.stale = (long)rs.phase_stale;
+    t->ps.best = rs.phase_best;
+  }
   t->res->resumed_from = t->step;
   if (t->opt->progress)
     fprintf(t->opt->progress, "resuming %s from step %ld (%s)\n", t->name, t->step, path);
