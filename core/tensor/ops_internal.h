@@ -116,8 +116,11 @@ static inline void intrus_omp_range(long n, long *lo, long *hi) {
  *    __attribute__((target(...))) and pick one by intrus_x86_level(); gelu does, to
  *    use fused multiply-adds where the CPU has them (its results then depend on the
  *    CPU, as sgemm's do, never on the thread count).
- * Such functions cannot be inlined: call them once per thread, on a whole range. */
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && defined(__has_attribute)
+ * Such functions cannot be inlined: call them once per thread, on a whole range.
+ * INTRUS_NO_ISA_DISPATCH builds the portable variants only (the fuzz build: clang 14
+ * emits no target_clones resolvers under its sanitizers). */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && \
+    defined(__has_attribute) && !defined(INTRUS_NO_ISA_DISPATCH)
 #if __has_attribute(target_clones)
 #define INTRUS_X86_DISPATCH 1
 #define INTRUS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
