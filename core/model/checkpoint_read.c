@@ -293,27 +293,24 @@ static enum intrus_status parse_checkpoint(const char *path, const unsigned char
                               " claims more bytes than the file holds, though the checksum "
                               "matches (written by a faulty writer)",
                               path, wr.rec + 1, count);
-    if (wr.at_start)
-      return intrus_error_set(err, INTRUS_ERR_FORMAT,
-                              "%s: truncated at byte %zu of at least %" PRIu64
-                              ": ends before record %" PRIu32 " of %" PRIu32
-                              " (or a count or length field is damaged: the checksum "
-                              "does not match)",
-                              path, size, wr.need, wr.rec + 1, count);
-    if (!wr.name_whole)
-      return intrus_error_set(err, INTRUS_ERR_FORMAT,
-                              "%s: truncated at byte %zu of at least %" PRIu64
-                              ": ends in the middle of record %" PRIu32 " of %" PRIu32
-                              " (or a count or length field is damaged: the checksum "
-                              "does not match)",
-                              path, size, wr.need, wr.rec + 1, count);
-    printable_name(nm, wr.raw.name, wr.raw.name_len);
+    char where[256];
+    if (wr.at_start) {
+      snprintf(where, sizeof where, "ends before record %" PRIu32 " of %" PRIu32, wr.rec + 1,
+               count);
+    } else if (!wr.name_whole) {
+      snprintf(where, sizeof where, "ends in the middle of record %" PRIu32 " of %" PRIu32,
+               wr.rec + 1, count);
+    } else {
+      printable_name(nm, wr.raw.name, wr.raw.name_len);
+      snprintf(where, sizeof where,
+               "ends in the middle of record '%s' (%" PRIu32 " of %" PRIu32 ")", nm, wr.rec + 1,
+               count);
+    }
     return intrus_error_set(err, INTRUS_ERR_FORMAT,
                             "%s: truncated at byte %zu of at least %" PRIu64
-                            ": ends in the middle of record '%s' (%" PRIu32 " of %" PRIu32 ")"
-                              " (or a count or length field is damaged: the checksum "
-                              "does not match)",
-                            path, size, wr.need, nm, wr.rec + 1, count);
+                            ": %s (or a count or length field is damaged: the checksum does "
+                            "not match)",
+                            path, size, wr.need, where);
   }
   if (wr.outcome == WALK_OK && size - wr.end < CKPT_SUM_LEN)
     return intrus_error_set(err, INTRUS_ERR_FORMAT,
