@@ -426,7 +426,10 @@ static enum intrus_status trainer_resume(struct trainer *t, struct intrus_error 
  * repeats. Rewritten atomically; a missing log is started afresh by the caller. */
 static enum intrus_status trim_log(const char *path, long step, struct intrus_error *err) {
   FILE *f = fopen(path, "r");
-  if (!f) return errno == ENOENT ? INTRUS_OK : intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  if (!f)
+    return errno == ENOENT ? INTRUS_OK
+                           : intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path,
+                                              strerror(errno));
   char *keep = NULL, *line = NULL;
   size_t keep_len = 0, cap = 0;
   FILE *out = open_memstream(&keep, &keep_len);
@@ -497,9 +500,10 @@ static enum intrus_status trainer_step(struct trainer *t, double *loss, struct i
   struct intrus_train_opts topts = {.direction = intrus_model_direction(t->model),
                                     .label_smoothing = t->tc.label_smoothing};
   enum intrus_status st =
-      t->ph.count ? ins_train_loss(t->model, ctx, t->scratch, &sb, &tb, &t->ph.phase[t->ps.cur].spec,
-                                   intrus_hash64(seed, (uint64_t)t->step), &out, err)
-                  : intrus_model_loss(t->model, ctx, &sb, &tb, &topts, &out, err);
+      t->ph.count
+          ? ins_train_loss(t->model, ctx, t->scratch, &sb, &tb, &t->ph.phase[t->ps.cur].spec,
+                           intrus_hash64(seed, (uint64_t)t->step), &out, err)
+          : intrus_model_loss(t->model, ctx, &sb, &tb, &topts, &out, err);
   if (st) return st;
   intrus_params_zero_grad(t->params);
   intrus_backward(ctx, out.loss);
