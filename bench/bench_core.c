@@ -19,6 +19,7 @@
 #include <omp.h>
 #endif
 
+#include "tensor/ops_internal.h"
 #include "bench_util.h"
 #include "intrus/blas.h"
 #include "intrus/tensor.h"
@@ -266,8 +267,10 @@ static void bench_attention(intrus_ctx *ctx) {
 int main(int argc, char **argv) {
   intrus_malloc_keep_pages(); /* as the intrus CLI does */
   const char *only = argc > 1 ? argv[1] : "";
-  printf("intrus core benchmark: OpenBLAS core %s, %d threads\n", intrus_blas_corename(),
-         intrus_blas_threads());
+  printf("intrus core benchmark: OpenBLAS core %s, %d threads, kernels %s (the CPU's widest: "
+         "%s; INTRUS_ISA lowers it)\n",
+         intrus_blas_corename(), intrus_blas_threads(), intrus_x86_level_name(intrus_x86_level()),
+         intrus_x86_level_name(intrus_x86_cpu_level()));
   intrus_ctx *ctx = intrus_ctx_create(512u << 20);
   int below = 0;
   if (!*only || strcmp(only, "matmul") == 0) below += bench_matmul(ctx);

@@ -7,6 +7,7 @@
 #include "config.h"
 #include "intrus/blas.h"
 #include "intrus/tensor.h"
+#include "tensor/ops_internal.h"
 
 static const char usage[] =
     "Usage: intrus <command> [options]\n"
@@ -57,8 +58,9 @@ int main(int argc, char **argv) {
     return INTRUS_EXIT_OK;
   }
   if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
-    printf("intrus %s (plugin ABI %d.%d, OpenBLAS core %s, %d threads)\n", PACKAGE_VERSION,
-           INTRUS_ABI_MAJOR, INTRUS_ABI_MINOR, intrus_blas_corename(), intrus_blas_threads());
+    printf("intrus %s (plugin ABI %d.%d, OpenBLAS core %s, kernels %s, %d threads)\n",
+           PACKAGE_VERSION, INTRUS_ABI_MAJOR, INTRUS_ABI_MINOR, intrus_blas_corename(),
+           intrus_x86_level_name(intrus_x86_level()), intrus_blas_threads());
     return INTRUS_EXIT_OK;
   }
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

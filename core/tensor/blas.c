@@ -9,6 +9,9 @@
  * single-threaded cblas_sgemm. As with OpenBLAS's own threading, where the blocks end
  * decides which micro-kernel computes an element, so the last bits of a product depend
  * on the thread count (the same thread count gives the same bits). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <cblas.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -175,4 +178,46 @@ int intrus_blas_threads(void) { return threads_now(); }
 void intrus_blas_set_threads(int n) {
   threads_now();
   gemm_threads = n > 0 ? n : 1;
+}
+
+/* ---- which hand-written kernels run (ops_internal.h) ---------------------------- */
+
+int intrus_x86_cpu_level(void) {
+#if INTRUS_X86_DISPATCH
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) return 2;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
+#endif
+  return 0;
+}
+
+const char *intrus_x86_level_name(int level) {
+  return level >= 2 ? "avx512" : level == 1 ? "avx2" : "generic";
+}
+
+/* -1 until first asked; racing first calls compute the same value. */
+static int isa_level = -1;
+
+int intrus_x86_level(void) {
+  int level = __atomic_load_n(&isa_level, __ATOMIC_RELAXED);
+  if (level >= 0) return level;
+  level = intrus_x86_cpu_level();
+  const char *want = getenv("INTRUS_ISA");
+  if (want && *want) {
+    int w = !strcmp(want, "generic") ? 0 : !strcmp(want, "avx2") ? 1 : !strcmp(want, "avx512") ? 2 : -1;
+    if (w < 0)
+      fprintf(stderr, "intrus: warning: INTRUS_ISA=%s is not generic, avx2 or avx512; using %s\n",
+              want, intrus_x86_level_name(level));
+    else if (w > level)
+      fprintf(stderr, "intrus: warning: INTRUS_ISA=%s: this CPU (or build) has only %s\n", want,
+              intrus_x86_level_name(level));
+    else
+      level = w;
+  }
+  __atomic_store_n(&isa_level, level, __ATOMIC_RELAXED);
+  return level;
+}
+
+void intrus_x86_level_set(int level) {
+  int cpu = intrus_x86_cpu_level();
+  __atomic_store_n(&isa_level, level < 0 ? -1 : level > cpu ? cpu : level, __ATOMIC_RELAXED);
 }

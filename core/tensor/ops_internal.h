@@ -155,14 +155,19 @@ bool intrus_gemm_small(bool trans_a, bool trans_b, int M, int N, int K, float al
                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
                        int ldc);
 
-/* 2: AVX-512F and FMA, 1: AVX2 and FMA, 0: neither, or no dispatch. */
-static inline int intrus_x86_level(void) {
-#if INTRUS_X86_DISPATCH
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma")) return 2;
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 1;
-#endif
-  return 0;
-}
+/* The kernels picked at run time (the packed and small products, gelu): 2 AVX-512F and
+ * FMA, 1 AVX2 and FMA, 0 the portable C (also without dispatch). The CPU's widest,
+ * unless the environment's INTRUS_ISA (generic, avx2, avx512) asks for a narrower one,
+ * so that any machine can run and test the narrower kernels; an unknown or unsupported
+ * value is named in one warning on stderr. (The INTRUS_CLONES loops follow the CPU.) */
+int intrus_x86_level(void);
+/* The level the CPU supports, whatever INTRUS_ISA says. */
+int intrus_x86_cpu_level(void);
+/* Overrides the level for the rest of the process (tests compare the kernels); -1
+ * returns to the CPU's and INTRUS_ISA's. Never above intrus_x86_cpu_level(). */
+void intrus_x86_level_set(int level);
+/* "generic", "avx2" or "avx512". */
+const char *intrus_x86_level_name(int level);
 
 /* Streaming kernels with a heavy body (gelu, dropout) walk their range in blocks of
  * INTRUS_STREAM_BLOCK elements and, before each block, prefetch the lines
