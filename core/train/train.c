@@ -19,6 +19,7 @@
 #include "eval/score.h"
 #include "train_phases.h"
 #include "train_resume.h"
+#include "run_dir.h"
 #include "search/translate.h"
 
 struct train_cfg {
@@ -165,22 +166,6 @@ static enum intrus_status validate_bleu(struct intrus_model *m, struct dataset *
   return st;
 }
 
-static enum intrus_status make_dir(const char *dir, struct intrus_error *err) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s", dir);
-  for (char *p = path + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(path, 0777) != 0 && errno != EEXIST)
-      return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot create directory: %s", path,
-                              strerror(errno));
-    *p = '/';
-  }
-  if (mkdir(path, 0777) != 0 && errno != EEXIST)
-    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot create directory: %s", path,
-                            strerror(errno));
-  return INTRUS_OK;
-}
 
 /* Where a phased run stands (saved with every checkpoint, so a resumed run continues
  * the same phase with the same schedule). */
@@ -295,41 +280,6 @@ struct trainer {
   long tokens_total, window_tokens, window_steps;
 };
 
-/* One training process per run directory: two would interleave train.log and race on
- * the checkpoints. An flock on RUN_DIR/.lock, which the kernel drops when the process
- * ends however it ends; the file says who holds it. */
-static enum intrus_status lock_run_dir(struct trainer *t, struct intrus_error *err) {
-  char path[4200], holder[256] = "";
-  snprintf(path, sizeof path, "%s/.lock", t->opt->run_dir);
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    int e = errno;
-    ssize_t n = e == EWOULDBLOCK ? pread(fd, holder, sizeof holder - 1, 0) : -1;
-    close(fd);
-    if (e != EWOULDBLOCK)
-      return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot lock: %s", path, strerror(e));
-    holder[n > 0 ? n : 0] = '\0';
-    holder[strcspn(holder, "\n")] = '\0';
-    return intrus_error_set(err, INTRUS_ERR_IO,
-                            "%s is in use by another training process (%s); wait for it to "
-                            "end or train into another directory (-o)",
-                            t->opt->run_dir, holder[0] ? holder : "holder unknown");
-  }
-  char host[128] = "?", line[400];
-  gethostname(host, sizeof host - 1);
-  time_t now = time(NULL);
-  struct tm tm;
-  char when[64] = "";
-  if (localtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-  int len = snprintf(line, sizeof line, "pid %ld on %s since %s\n", (long)getpid(), host, when);
-  if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)len, 0) != len) {
-    /* The lock holds without the note; only the message to a second process is poorer. */
-  }
-  t->lock_fd = fd;
-  return INTRUS_OK;
-}
 
 /* Reads the experiment (strictly: unknown keys are errors), prepares the data and the
  * vocabulary, and builds the model. */
@@ -348,7 +298,8 @@ static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config 
       (st = intrus_cfg_group_req(root, "train", &train_cfg, err)) ||
       (t->tc.has_phases && (st = train_phases_read(train_cfg, t->opt->search, &t->ph, err))) ||
       (st = intrus_cfg_group_req(root, "model", &model_cfg, err)) ||
-      (st = make_dir(t->opt->run_dir, err)) || (st = lock_run_dir(t, err)) ||
+      (st = run_dir_make(t->opt->run_dir, err)) ||
+      (st = run_dir_lock(t->opt->run_dir, &t->lock_fd, err)) ||
       (st = dataset_prepare(&t->data, t->opt->run_dir, t->tc.batch_tokens, (uint64_t)t->seed,
                             t->opt->progress, err)) ||
       (st = intrus_model_create(model_cfg, t->opt->search, t->data.src_vocab_size,
@@ -421,41 +372,6 @@ static enum intrus_status trainer_resume(struct trainer *t, struct intrus_error 
   return INTRUS_OK;
 }
 
-/* On a resume from step `step`: drops the rows train.log got after that checkpoint (a
- * killed run logs steps it then loses), so the resumed run's rows follow on without
- * repeats. Rewritten atomically; a missing log is started afresh by the caller. */
-static enum intrus_status trim_log(const char *path, long step, struct intrus_error *err) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return errno == ENOENT ? INTRUS_OK
-                           : intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path,
-                                              strerror(errno));
-  char *keep = NULL, *line = NULL;
-  size_t keep_len = 0, cap = 0;
-  FILE *out = open_memstream(&keep, &keep_len);
-  bool dropped = false;
-  ssize_t n;
-  while (out && (n = getline(&line, &cap, f)) > 0) {
-    char *end;
-    long row = strtol(line, &end, 10);
-    /* The header and anything that is not a step row are kept as they are. */
-    if (end != line && *end == '\t' && row > step) {
-      dropped = true;
-      continue;
-    }
-    fwrite(line, 1, (size_t)n, out);
-  }
-  free(line);
-  bool read_ok = !ferror(f);
-  fclose(f);
-  if (!out) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-  fclose(out);
-  enum intrus_status st = INTRUS_OK;
-  if (!read_ok) st = intrus_error_set(err, INTRUS_ERR_IO, "%s: read error", path);
-  else if (dropped) st = intrus_file_write_atomic(path, keep, keep_len, err);
-  free(keep);
-  return st;
-}
 
 /* Once a resume is accepted (a refused one leaves the run as it was): writes the
  * effective config, opens train.log (appending on a resume) and works out the last step
@@ -467,7 +383,7 @@ static enum intrus_status trainer_start(struct trainer *t, struct intrus_config 
   snprintf(path, sizeof path, "%s/effective.cfg", t->opt->run_dir);
   if ((st = intrus_config_write(cfg, path, err))) return st;
   snprintf(path, sizeof path, "%s/train.log", t->opt->run_dir);
-  if (t->step && (st = trim_log(path, t->step, err))) return st;
+  if (t->step && (st = run_log_trim(path, t->step, err))) return st;
   if (!(t->log = fopen(path, t->step ? "a" : "w")))
     return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   if (!t->step) fprintf(t->log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n");
