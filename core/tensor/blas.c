@@ -203,7 +203,9 @@ int intrus_x86_level(void) {
   level = intrus_x86_cpu_level();
   const char *want = getenv("INTRUS_ISA");
   if (want && *want) {
-    int w = !strcmp(want, "generic") ? 0 : !strcmp(want, "avx2") ? 1 : !strcmp(want, "avx512") ? 2 : -1;
+    int w = -1;
+    for (int l = 0; l <= 2; l++)
+      if (!strcmp(want, intrus_x86_level_name(l))) w = l;
     if (w < 0)
       fprintf(stderr, "intrus: warning: INTRUS_ISA=%s is not generic, avx2 or avx512; using %s\n",
               want, intrus_x86_level_name(level));

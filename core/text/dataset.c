@@ -162,16 +162,13 @@ static void set_vocab_sizes(struct dataset *d) {
   d->vocab_fingerprint = intrus_fnv1a(INTRUS_FNV_INIT, fp, sizeof fp);
 }
 
-enum intrus_status dataset_load_pipeline(struct dataset *d, const char *run_dir,
-                                         struct intrus_error *err) {
-  if (d->kind != DATA_PARALLEL) return INTRUS_OK;
+/* The tokenizers, BPE codes and vocabularies of run_dir, read as they are (the callers
+ * check tokenizer.txt first). */
+static enum intrus_status load_pipeline_files(struct dataset *d, const char *run_dir,
+                                              struct intrus_error *err) {
   char cs[4200], ct[4200], vs[4200], vt[4200];
   pipeline_paths(run_dir, cs, ct, vs, vt, sizeof cs, d->joint);
   enum intrus_status st;
-  /* Runs from before tokenizer.txt have none; their vocabulary is still fingerprinted by
-   * the checkpoint. */
-  if (dataset_manifest_exists(run_dir) && (st = dataset_manifest_check(d, run_dir, NULL, err)))
-    return st;
   if ((st = make_tokenizers(d, err)) || (st = intrus_bpe_load(cs, &d->src_bpe, err)) ||
       (st = intrus_vocab_load(vs, &d->src_vocab, err)))
     return st;
@@ -184,6 +181,17 @@ enum intrus_status dataset_load_pipeline(struct dataset *d, const char *run_dir,
   }
   set_vocab_sizes(d);
   return INTRUS_OK;
+}
+
+enum intrus_status dataset_load_pipeline(struct dataset *d, const char *run_dir,
+                                         struct intrus_error *err) {
+  if (d->kind != DATA_PARALLEL) return INTRUS_OK;
+  enum intrus_status st;
+  /* Runs from before tokenizer.txt have none; their vocabulary is still fingerprinted by
+   * the checkpoint. */
+  if (dataset_manifest_exists(run_dir) && (st = dataset_manifest_check(d, run_dir, NULL, err)))
+    return st;
+  return load_pipeline_files(d, run_dir, err);
 }
 
 enum intrus_status dataset_segment(struct dataset *d, int side, char *const *lines, size_t n,
@@ -266,7 +274,7 @@ enum intrus_status dataset_prepare(struct dataset *d, const char *run_dir, long 
     set_vocab_sizes(d);
   } else {
     if ((!legacy && (st = dataset_manifest_check(d, run_dir, &train_fp, err))) ||
-        (st = dataset_load_pipeline(d, run_dir, err)))
+        (st = load_pipeline_files(d, run_dir, err)))
       goto done;
     bpe_all(d->src_bpe, ts, train.n);
     bpe_all(d->tgt_bpe, tt, train.n);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "dataset.h"
 #include "intrus/fileio.h"
@@ -67,9 +68,7 @@ static enum intrus_status file_fp(const char *path, uint64_t *fp, struct intrus_
 bool dataset_manifest_exists(const char *run_dir) {
   char path[4200];
   snprintf(path, sizeof path, "%s/" MANIFEST, run_dir);
-  FILE *f = fopen(path, "r");
-  if (f) fclose(f);
-  return f != NULL;
+  return access(path, F_OK) == 0;
 }
 
 enum intrus_status dataset_manifest_write(const struct dataset *d, const char *run_dir,
@@ -114,19 +113,17 @@ enum intrus_status dataset_manifest_check(const struct dataset *d, const char *r
   fclose(f);
   text[len] = '\0';
   const char *fresh = "train into a new run directory (-o) or delete this one to start over";
-  uint64_t want;
-  if (!lookup(text, "settings", &want) || !lookup(text, "train", &want))
+  uint64_t want, settings, train;
+  if (!lookup(text, "settings", &settings) || !lookup(text, "train", &train))
     return intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: damaged (no 'settings' or 'train' line)",
                             path);
-  lookup(text, "settings", &want);
-  if (want != settings_fp(d))
+  if (settings != settings_fp(d))
     return intrus_error_set(err, INTRUS_ERR_DATA,
                             "%s: the BPE codes and vocabulary there were made with other data "
                             "settings (src, tgt, bpe_merges or joint_vocab) than the experiment "
                             "now has; %s",
                             run_dir, fresh);
-  lookup(text, "train", &want);
-  if (train_fp && want != *train_fp)
+  if (train_fp && train != *train_fp)
     return intrus_error_set(err, INTRUS_ERR_DATA,
                             "%s: the BPE codes and vocabulary there were learnt from other "
                             "training data than %s holds now; %s",

@@ -1,16 +1,12 @@
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "intrus/checkpoint.h"
-#include "intrus/fileio.h"
 #include "intrus/model.h"
 #include "intrus/optim.h"
 #include "intrus/rng.h"
