@@ -35,11 +35,12 @@ struct ins_args {
   const struct intrus_ins_targets *tg;
   enum intrus_ins_loss_kind kind;
   bool with_tok;
+  float smoothing;
 };
 
 static intrus_tensor *build_ins(intrus_ctx *ctx, intrus_tensor **in, void *user) {
   const struct ins_args *a = user;
-  return intrus_insertion_loss(ctx, in[0], a->with_tok ? in[1] : NULL, a->tg, a->kind);
+  return intrus_insertion_loss(ctx, in[0], a->with_tok ? in[1] : NULL, a->tg, a->kind, a->smoothing);
 }
 
 /* These agree with central differences to ~1e-5 (see suite b for the choice). */
@@ -50,7 +51,9 @@ int gradcheck_suite_insertion(void) {
   static struct ins_args main_mixed = {&mixed, INTRUS_INS_LOSS_MAIN, true},
                          uni_mixed = {&mixed, INTRUS_INS_LOSS_UNIFORM, true},
                          main_done = {&complete_only, INTRUS_INS_LOSS_MAIN, false},
-                         uni_done = {&complete_only, INTRUS_INS_LOSS_UNIFORM, false};
+                         uni_done = {&complete_only, INTRUS_INS_LOSS_UNIFORM, false},
+                         main_ls = {&mixed, INTRUS_INS_LOSS_MAIN, true, 0.2f},
+                         uni_ls = {&mixed, INTRUS_INS_LOSS_UNIFORM, true, 0.2f};
   struct gc_spec m = {.name = "ins_loss main pos,tok", .op = INTRUS_OP_INSERTION_LOSS,
                       .tol = TOL, .build = build_ins, .user = &main_mixed, .ninputs = 2,
                       .in = {{.ndim = 1, .shape = {13}, .grad = true, .lo = -2.0f, .hi = 2.0f},
@@ -61,6 +64,13 @@ int gradcheck_suite_insertion(void) {
   u.name = "ins_loss uniform pos,tok";
   u.user = &uni_mixed;
   failed += !gradcheck_run(&u);
+  struct gc_spec ml = m, ul = m;
+  ml.name = "ins_loss main smoothed";
+  ml.user = &main_ls;
+  failed += !gradcheck_run(&ml);
+  ul.name = "ins_loss uniform smoothed";
+  ul.user = &uni_ls;
+  failed += !gradcheck_run(&ul);
 
   /* One input at a time: the other's backward branch is skipped. */
   struct gc_spec mt = m;

@@ -275,6 +275,8 @@ static void test_slot_logits(const char *cfg) {
    * the neighbours of the asked rows as well. */
   char *pair = test_replace(two, "plugin = \"insertion\"; layers = 2;",
                             "plugin = \"insertion\"; layers = 2; slots = \"pair\";");
+  /* tie_embeddings: the token layer is the embedding table, read transposed. */
+  char *tied = test_replace(pair, "slots = \"pair\";", "slots = \"pair\"; tie_embeddings = true;");
   enum { NS = 5, MAXK = 5 };
   int32_t src[3 * 5] = {4, 5, 6, 7, 0, 9, 8, 0, 0, 0, 11, 10, 9, 8, 7};
   int lens[3] = {4, 2, 5};
@@ -284,12 +286,16 @@ static void test_slot_logits(const char *cfg) {
   int32_t tok[11] = {7, 8, 9, 5, 4, 6, 6, 5, 11, 10, 4};
   int qstate[] = {0, 1, 1, 1, 3, 3, 3, 4, 4}, qslot[] = {0, 0, 2, 3, 0, 1, 5, 1, 2};
   const int Q = (int)(sizeof qstate / sizeof *qstate);
-  for (int variant = 0; variant < 6; variant++) {
-    struct intrus_model *m = load_model(variant < 2 ? cfg : variant < 4 ? two : pair, NULL);
+  for (int variant = 0; variant < 8; variant++) {
+    struct intrus_model *m =
+        load_model(variant < 2 ? cfg : variant < 4 ? two : variant < 6 ? pair : tied, NULL);
     if (!m) break;
     intrus_tensor *next = intrus_params_find(intrus_model_params(m), "decoder.slot_next");
     EXPECT((next != NULL) == (variant >= 4), "variant %d: decoder.slot_next %s", variant,
            next ? "present" : "missing");
+    const bool is_tied = variant >= 6;
+    EXPECT((intrus_params_find(intrus_model_params(m), "decoder.out_token") == NULL) == is_tied,
+           "variant %d: decoder.out_token %s", variant, is_tied ? "present" : "missing");
     /* Starts at zero (the "token" form): made non-zero so that the pairing shows. */
     struct intrus_rng rg;
     intrus_rng_seed(&rg, 99);
@@ -371,11 +377,25 @@ static void test_slot_logits(const char *cfg) {
             tw = fmax(tw, fabs(lg->data[r0 + j] - mx - log(sum) - pos[r0 + j]));
         }
         EXPECT(tw <= 1e-5, "variant %d: ins_hidden and ins_step differ by %g", variant, tw);
+        /* And the same token distributions: the training path's product with w_token
+         * (transposed when tied) against the scorer's packed one. */
+        intrus_tensor *tl = intrus_matmul(tc, hid, wt, false, is_tied);
+        double tt = 0;
+        for (int f = 0; f < nf; f++) {
+          const float *x = tl->data + (size_t)(off[fs[f]] + 2 * fs[f] + fl[f]) * VOCAB;
+          double mx = -INFINITY, sum = 0;
+          for (int c = 0; c < VOCAB; c++) mx = fmax(mx, x[c]);
+          for (int c = 0; c < VOCAB; c++) sum += exp(x[c] - mx);
+          for (int c = 0; c < VOCAB; c++)
+            tt = fmax(tt, fabs(x[c] - mx - log(sum) - full[(size_t)f * VOCAB + c]));
+        }
+        EXPECT(tt <= 1e-5, "variant %d: token log-probs of ins_hidden and the scorer differ by "
+               "%g", variant, tt);
       }
       intrus_ctx_destroy(tc);
     }
     printf("slot_logits, %d-layer decoder%s, %s: largest difference %.3g\n", variant < 2 ? 1 : 2,
-           variant >= 4 ? " (pair slots)" : "",
+           variant >= 6 ? " (pair slots, tied)" : variant >= 4 ? " (pair slots)" : "",
            variant % 2 ? "every row then the asked ones" : "restricted last layer", worst);
     ins_scorer_close(&sc);
     free(full);
@@ -385,6 +405,7 @@ static void test_slot_logits(const char *cfg) {
   }
   free(two);
   free(pair);
+  free(tied);
 }
 
 static void test_config_errors(const char *cfg) {

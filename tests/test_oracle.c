@@ -360,10 +360,14 @@ static void ref_log_softmax(const float *x, int n, double *out) {
 
 /* Losses from the definitions, and (when g is given) the gradients by the closed form
  * written out independently of the op: the main loss's pair weights are the posterior
- * p(i, c) / sum_ref p, the uniform loss's 1/|ref|. */
+ * p(i, c) / sum_ref p, the uniform loss's 1/|ref|. kind: bit 0 the loss (0 main, 1
+ * uniform), bit 1 label smoothing SMOOTH (log p(c) -> (1-s) log p(c) + s mean log p). */
+#define SMOOTH 0.1
 static void ref_losses(const struct batch *b, const float *pos, const float *tok, int kind,
                        double *loss, const float *g, double *dpos, double *dtok) {
   const int V = b->V;
+  const double sm = kind & 2 ? SMOOTH : 0.0;
+  kind &= 1;
   double *lt = malloc((size_t)V * sizeof(double));
   if (dpos) memset(dpos, 0, (size_t)b->P * sizeof(double));
   if (dtok) memset(dtok, 0, (size_t)b->R * V * sizeof(double));
@@ -382,7 +386,9 @@ static void ref_losses(const struct batch *b, const float *pos, const float *tok
     double sum_p = 0.0, sum_lp = 0.0;
     for (int p = p0; p < p1; p++) {
       ref_log_softmax(tok + (size_t)b->pair_row[p] * V, V, lt);
-      lpair[p - p0] = lp[b->pair_slot[p]] + lt[b->pair_tok[p]];
+      double mean = 0.0;
+      for (int v = 0; v < V; v++) mean += lt[v] / V;
+      lpair[p - p0] = lp[b->pair_slot[p]] + (1.0 - sm) * lt[b->pair_tok[p]] + sm * mean;
       sum_p += exp(lpair[p - p0]);
       sum_lp += lpair[p - p0];
     }
@@ -396,8 +402,9 @@ static void ref_losses(const struct batch *b, const float *pos, const float *tok
       const int row = b->pair_row[p];
       dpos[r0 + b->pair_slot[p]] -= g[s] * w[p - p0];
       ref_log_softmax(tok + (size_t)row * V, V, lt);
-      for (int v = 0; v < V; v++) dtok[(size_t)row * V + v] += g[s] * w[p - p0] * exp(lt[v]);
-      dtok[(size_t)row * V + b->pair_tok[p]] -= g[s] * w[p - p0];
+      for (int v = 0; v < V; v++)
+        dtok[(size_t)row * V + v] += g[s] * w[p - p0] * (exp(lt[v]) - sm / V);
+      dtok[(size_t)row * V + b->pair_tok[p]] -= g[s] * w[p - p0] * (1.0 - sm);
     }
   }
   free(lt);
@@ -412,7 +419,7 @@ static void run_op(const struct batch *b, const float *pos, const float *tok, in
   intrus_tensor *tt = b->R ? intrus_tensor_from(ctx, 2, ts, tok) : NULL;
   pt->requires_grad = g != NULL;
   if (tt) tt->requires_grad = g != NULL;
-  intrus_tensor *out = intrus_insertion_loss(ctx, pt, tt, &b->tg, kind);
+  intrus_tensor *out = intrus_insertion_loss(ctx, pt, tt, &b->tg, kind & 1, kind & 2 ? SMOOTH : 0.0f);
   EXPECT(out->ndim == 1 && out->shape[0] == b->count, "result shape [%d], %d states",
          out->shape[0], b->count);
   memcpy(loss, out->data, (size_t)b->count * sizeof(float));
@@ -459,7 +466,7 @@ static void test_loss_values(void) {
   for (int j = 0; j < b.len[1]; j++) pos[b.row0[1] + j] += 200.0f;
   for (int v = 0; v < b.V; v++) tok[v] += 200.0f;
   int cases = 0;
-  for (int kind = 0; kind < 2; kind++) {
+  for (int kind = 0; kind < 4; kind++) {
     double ref[MAXS];
     float got[MAXS];
     ref_losses(&b, pos, tok, kind, ref, NULL, NULL, NULL);
@@ -511,7 +518,7 @@ static void test_loss_grads(void) {
     fill(&rng, tok, nt, -4.0f, 4.0f);
     float g[MAXS], loss[MAXS], loss2[MAXS];
     fill(&rng, g, (size_t)b->count, -1.5f, 1.5f);
-    for (int kind = 0; kind < 2; kind++) {
+    for (int kind = 0; kind < 4; kind++) {
       double ref[MAXS];
       ref_losses(b, pos, tok, kind, ref, g, rdpos, rdtok);
       test_set_threads(1);
@@ -544,7 +551,7 @@ static void loss_of(const void *batch) {
   intrus_ctx *ctx = intrus_ctx_create(1 << 16);
   const int ps[1] = {b->P}, ts[2] = {b->R, b->V};
   intrus_insertion_loss(ctx, intrus_tensor_zeros(ctx, 1, ps), intrus_tensor_zeros(ctx, 2, ts),
-                        &b->tg, INTRUS_INS_LOSS_MAIN);
+                        &b->tg, INTRUS_INS_LOSS_MAIN, 0.0f);
 }
 
 /* A malformed target array panics naming the problem (in a child: a panic aborts). */

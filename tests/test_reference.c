@@ -532,7 +532,7 @@ static void ins_train_route(struct intrus_model *m, const struct ins_fixture *r,
                                   .pair_slot = pair_slot, .pair_row = pair_row,
                                   .pair_tok = pair_tok};
   intrus_tensor *losses = intrus_insertion_loss(
-      ctx, pos, tok, &tg, kind == 0 ? INTRUS_INS_LOSS_MAIN : INTRUS_INS_LOSS_UNIFORM);
+      ctx, pos, tok, &tg, kind == 0 ? INTRUS_INS_LOSS_MAIN : INTRUS_INS_LOSS_UNIFORM, 0.0f);
   intrus_tensor *mean = intrus_mean(ctx, losses);
   char what[3][64];
   snprintf(what[0], sizeof what[0], "%s loss per state", names[kind]);

@@ -132,6 +132,13 @@ static enum intrus_status scorer_tokens(void *user, int n, const int *state, con
   return INTRUS_OK;
 }
 
+/* Whether the decoder stores its token output layer as [V, d] (tied embeddings). */
+static bool token_transposed(const struct intrus_model *m, const struct intrus_decoder_vtable *dec,
+                             void *self) {
+  return intrus_model_decoder_abi_minor(m) >= 7 && dec->ins_output_transposed &&
+         dec->ins_output_transposed(self);
+}
+
 enum intrus_status ins_scorer_open(struct ins_model_scorer *s, struct intrus_model *m,
                                    intrus_ctx *ctx, const struct intrus_src_batch *src,
                                    struct intrus_error *err) {
@@ -140,8 +147,11 @@ enum intrus_status ins_scorer_open(struct ins_model_scorer *s, struct intrus_mod
   s->ctx = ctx;
   s->dec = intrus_model_decoder(m, &s->dec_self);
   s->dec->ins_output(s->dec_self, &s->w_token, &s->w_pos);
-  s->tok_packed = intrus_pack(s->w_token->shape[0], s->w_token->shape[1], s->w_token->data,
-                              s->w_token->shape[1], false);
+  s->tok_packed = token_transposed(m, s->dec, s->dec_self)
+                      ? intrus_pack(s->w_token->shape[1], s->w_token->shape[0],
+                                    s->w_token->data, s->w_token->shape[1], true)
+                      : intrus_pack(s->w_token->shape[0], s->w_token->shape[1],
+                                    s->w_token->data, s->w_token->shape[1], false);
   s->sc = (struct intrus_ins_scorer){.vocab = intrus_model_tgt_vocab(m),
                                      .positions = scorer_positions,
                                      .tokens = scorer_tokens,
@@ -306,11 +316,11 @@ enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intru
   int R = ntok ? ntok : 1;
   if (!ntok) tok_rows[0] = 0; /* every state complete: a dummy row the loss never reads */
   intrus_tensor *tok = intrus_matmul(ctx, intrus_embedding(ctx, hidden, tok_rows, 1, &R),
-                                     w_token, false, false);
+                                     w_token, false, token_transposed(m, dec, dself));
   struct intrus_ins_targets tg = {.count = nstates, .row0 = row0, .len = slen,
                                   .pair_off = pair_off, .pair_slot = pair_slot,
                                   .pair_row = pair_row, .pair_tok = pair_tok};
-  intrus_tensor *losses = intrus_insertion_loss(ctx, pos, tok, &tg, spec->loss);
+  intrus_tensor *losses = intrus_insertion_loss(ctx, pos, tok, &tg, spec->loss, spec->label_smoothing);
   out->loss = intrus_mean(ctx, losses);
   double sum = 0.0;
   for (int i = 0; i < nstates; i++) sum += losses->data[i];

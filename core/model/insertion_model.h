@@ -41,6 +41,7 @@ struct ins_train_spec {
   enum intrus_ins_loss_kind loss;
   bool all_states;      /* every state of each trajectory, or per_sentence random ones */
   int per_sentence;     /* without all_states: distinct states drawn per sentence (1) */
+  float label_smoothing; /* of the token terms (train.label_smoothing; 0 in validation) */
 };
 
 /* The INTRUS loss of a batch (mean over the states trained on), recorded on ctx's tape.

@@ -17,6 +17,7 @@
 /* What backward needs, in the arena. Offsets are rebased so pair_off[0] = 0. */
 struct ins_loss_saved {
   int count, npairs, rows, vocab;
+  float smoothing;
   int *row0, *len, *pair_off, *pair_slot, *pair_row;
   int32_t *pair_tok;
   double *pos_lse;   /* [count] log-sum-exp of each state's position logits */
@@ -77,10 +78,12 @@ static void check_targets(const intrus_tensor *pos, const intrus_tensor *tok,
 
 intrus_tensor *intrus_insertion_loss(intrus_ctx *ctx, intrus_tensor *pos, intrus_tensor *tok,
                                      const struct intrus_ins_targets *tg,
-                                     enum intrus_ins_loss_kind kind) {
+                                     enum intrus_ins_loss_kind kind, float smoothing) {
   INTRUS_CHECK(pos != NULL && tg != NULL, "insertion_loss: pos and targets are required");
   INTRUS_CHECK(kind == INTRUS_INS_LOSS_MAIN || kind == INTRUS_INS_LOSS_UNIFORM,
                "insertion_loss: unknown loss kind %d", (int)kind);
+  INTRUS_CHECK(smoothing >= 0.0f && smoothing < 1.0f,
+               "insertion_loss: label smoothing %g outside [0, 1)", (double)smoothing);
   int rows = 0, vocab = 0;
   if (tok) {
     INTRUS_CHECK(tok->ndim >= 1 && tok->shape[tok->ndim - 1] > 0,
@@ -98,6 +101,7 @@ intrus_tensor *intrus_insertion_loss(intrus_ctx *ctx, intrus_tensor *pos, intrus
   sv->npairs = npairs;
   sv->rows = rows;
   sv->vocab = vocab;
+  sv->smoothing = smoothing;
   sv->row0 = arena_copy(ctx, tg->row0, (size_t)count * sizeof(int));
   sv->len = arena_copy(ctx, tg->len, (size_t)count * sizeof(int));
   sv->pair_off = intrus_ctx_alloc(ctx, (size_t)(count + 1) * sizeof(int));
@@ -113,14 +117,24 @@ intrus_tensor *intrus_insertion_loss(intrus_ctx *ctx, intrus_tensor *pos, intrus
   sv->resp = intrus_ctx_alloc(ctx, ((size_t)npairs + 1) * sizeof(double));
   out->aux = sv;
 
+  /* With label smoothing each row's mean logit too: mean_v log p(v | row) is that less
+   * the row's log-sum-exp. Forward only; backward needs just the 1/V. */
+  const double ls = smoothing;
+  double *tok_mean = ls > 0.0 ? intrus_ctx_alloc(ctx, ((size_t)rows + 1) * sizeof(double)) : NULL;
   if (tok) {
     const float *x = tok->data;
     double *lse = sv->tok_lse;
     OMP_FOR(tok->n)
     for (int r = 0; r < rows; r++) {
       float mx;
-      const float sum = intrus_row_sumexp(x + (size_t)r * vocab, vocab, &mx);
+      const float *xr = x + (size_t)r * vocab;
+      const float sum = intrus_row_sumexp(xr, vocab, &mx);
       lse[r] = mx == -INFINITY ? -INFINITY : (double)mx + log((double)sum);
+      if (tok_mean) {
+        double m = 0.0;
+        for (int v = 0; v < vocab; v++) m += xr[v];
+        tok_mean[r] = m / vocab;
+      }
     }
   }
 
@@ -134,13 +148,15 @@ intrus_tensor *intrus_insertion_loss(intrus_ctx *ctx, intrus_tensor *pos, intrus
       out->data[s] = (float)(plse - xp[r0 + len - 1]);
       continue;
     }
-    /* log p(i, c) of each pair, parked in resp until it becomes the pair's weight. */
+    /* log p(i, c) of each pair, parked in resp until it becomes the pair's weight. With
+     * smoothing s the token term is (1-s) log p(c | i) + s mean_v log p(v | i). */
     double *lp = sv->resp + p0;
     double mx = -INFINITY, sum = 0.0;
     for (int p = p0; p < p1; p++) {
       const int row = sv->pair_row[p];
+      const double xc = xt[(size_t)row * vocab + sv->pair_tok[p]];
       lp[p - p0] = ((double)xp[r0 + sv->pair_slot[p]] - plse) +
-                   ((double)xt[(size_t)row * vocab + sv->pair_tok[p]] - sv->tok_lse[row]);
+                   ((tok_mean ? (1.0 - ls) * xc + ls * tok_mean[row] : xc) - sv->tok_lse[row]);
       if (lp[p - p0] > mx) mx = lp[p - p0];
       sum += lp[p - p0];
     }
@@ -167,8 +183,9 @@ intrus_tensor *intrus_insertion_loss(intrus_ctx *ctx, intrus_tensor *pos, intrus
 }
 
 /* dL_s/dpos_j = p_pos(j) - sum of r over s's pairs at slot j (finish: r = 1 when s is
- * complete); dL_s/dtok[row, v] = (sum of r over pairs reading row) p(v | row) - sum of r
- * over pairs (row, v). Each term is scaled by the incoming gradient of its state. */
+ * complete); dL_s/dtok[row, v] = (sum of r over pairs reading row) (p(v | row) - s/V) -
+ * (1-s) sum of r over pairs (row, v), s the label smoothing. Each term is scaled by the
+ * incoming gradient of its state. */
 void intrus_insertion_loss_backward(intrus_ctx *ctx, intrus_tensor *out) {
   const struct ins_loss_saved *sv = out->aux;
   intrus_tensor *pos = out->src[0], *tok = out->src[1];
@@ -209,9 +226,11 @@ void intrus_insertion_loss_backward(intrus_ctx *ctx, intrus_tensor *out) {
     if (fresh) memset(dtok + (size_t)r * V, 0, (size_t)V * sizeof(float));
     if (wrow[r] == 0.0 || lse[r] == -INFINITY) continue;
     intrus_row_add_softmax(dtok + (size_t)r * V, xt + (size_t)r * V, V, (float)lse[r],
-                           (float)wrow[r], 0.0f);
+                           (float)wrow[r], sv->smoothing / (float)V);
   }
+  const double keep = 1.0 - (double)sv->smoothing;
   for (int s = 0; s < sv->count; s++)
     for (int p = sv->pair_off[s]; p < sv->pair_off[s + 1]; p++)
-      dtok[(size_t)sv->pair_row[p] * V + sv->pair_tok[p]] -= (float)((double)g[s] * sv->resp[p]);
+      dtok[(size_t)sv->pair_row[p] * V + sv->pair_tok[p]] -=
+          (float)(keep * (double)g[s] * sv->resp[p]);
 }

@@ -310,6 +310,9 @@ static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config 
                : intrus_cfg_error(train_cfg, NULL, err,
                                   "an insertion decoder trains in phases: give train.phases "
                                   "(see docs/intrus.md)");
+  /* Training phases smooth their token terms as the baseline smooths its targets; the
+   * validation loss, compared across runs, never does. */
+  for (int i = 0; i < t->ph.count; i++) t->ph.phase[i].spec.label_smoothing = t->tc.label_smoothing;
   if ((st = intrus_cfg_group(root, "eval", &eval_cfg, err)) ||
       (eval_cfg && (st = intrus_cfg_group(eval_cfg, "bleu", &t->bleu_cfg, err))) ||
       (eval_cfg && (st = intrus_cfg_check_unknown(eval_cfg, err))) ||

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define INTRUS_ABI_MAJOR 1
-#define INTRUS_ABI_MINOR 6
+#define INTRUS_ABI_MINOR 7
 
 #define INTRUS_PLUGIN_DESC(module) module##_LTX_intrus_plugin_desc
 #define INTRUS_PLUGIN_SYMBOL "intrus_plugin_desc"
@@ -169,6 +169,11 @@ struct intrus_decoder_vtable {
                                       const struct intrus_ins_states *states, int nrows,
                                       const int *rows, intrus_tensor **hidden,
                                       struct intrus_error *err);
+
+  /* ABI 1.7, optional (NULL, or a plugin older than minor 7: false). True when
+   * ins_output's w_token is stored transposed, [V, d], as when it is the decoder's own
+   * embedding table (tied embeddings); the core then reads it as its transpose. */
+  bool (*ins_output_transposed)(void *self);
 };
 
 /* ---- order policies (ABI 1.2) ------------------------------------------------

@@ -244,6 +244,9 @@ intrus_tensor *intrus_attention(intrus_ctx *ctx, intrus_tensor *q, intrus_tensor
  * log_softmax(tok row)[c]:
  *   INTRUS_INS_LOSS_MAIN:     -log sum_{pairs} p(i, c)
  *   INTRUS_INS_LOSS_UNIFORM:  -(1/|pairs|) sum_{pairs} log p(i, c)
+ * With label smoothing s (0 for none), log p(c | i) is replaced in both by
+ * (1-s) log p(c | i) + s mean_v log p(v | i) (for the uniform loss exactly torch's label
+ * smoothing of each pair's token term; the finish term is not smoothed).
  * Result [count]: each state's loss. The arrays are copied. */
 enum intrus_ins_loss_kind { INTRUS_INS_LOSS_MAIN = 0, INTRUS_INS_LOSS_UNIFORM = 1 };
 struct intrus_ins_targets {
@@ -255,7 +258,7 @@ struct intrus_ins_targets {
 };
 intrus_tensor *intrus_insertion_loss(intrus_ctx *ctx, intrus_tensor *pos, intrus_tensor *tok,
                                      const struct intrus_ins_targets *tg,
-                                     enum intrus_ins_loss_kind kind);
+                                     enum intrus_ins_loss_kind kind, float smoothing);
 
 #ifdef __cplusplus
 }

@@ -22,7 +22,8 @@ struct decoder {
   intrus_tensor *embed;   /* [V, d] */
   struct intrus_decoder_layer *layer;
   struct intrus_norm final_norm;
-  intrus_tensor *w_token; /* [d, V] */
+  intrus_tensor *w_token; /* [d, V]; tied: the embedding table [V, d] */
+  bool tied;
   intrus_tensor *w_pos;   /* [d, 1] */
   /* slots = "pair": slot i is read from row i plus next . row i+1 (NULL when "token"). */
   struct intrus_linear next;
@@ -33,6 +34,7 @@ static enum intrus_status dec_create(const struct intrus_model_init *init, void 
   const intrus_cfg *g = init->cfg;
   struct intrus_transformer_cfg t;
   int slots = 0;
+  bool tie = false;
   static const char *const slot_kinds[] = {"token", "pair", NULL};
   enum intrus_status st;
   if ((st = intrus_transformer_cfg_read(g, init->d_model, &t, err)) ||
@@ -40,6 +42,8 @@ static enum intrus_status dec_create(const struct intrus_model_init *init, void 
        * fingerprint of every run trained before the setting existed. */
       (intrus_cfg_has(g, "slots") &&
        (st = intrus_cfg_choice(g, "slots", "token", slot_kinds, &slots, err))) ||
+      (intrus_cfg_has(g, "tie_embeddings") &&
+       (st = intrus_cfg_bool(g, "tie_embeddings", false, &tie, err))) ||
       (st = intrus_cfg_check_unknown(g, err)) ||
       (st = intrus_transformer_cfg_check(g, &t, err)))
     return st;
@@ -66,8 +70,12 @@ static enum intrus_status dec_create(const struct intrus_model_init *init, void 
   snprintf(name, sizeof name, "%sfinal_norm", init->prefix);
   intrus_norm_init(&dc->final_norm, init->params, name, dc->d);
   int tshape[2] = {dc->d, dc->vocab}, pshape[2] = {dc->d, 1};
+  /* Tied: the token logits are h . embed^T, as the baseline's tie_embeddings. */
+  dc->tied = tie;
   snprintf(name, sizeof name, "%sout_token", init->prefix);
-  dc->w_token = intrus_params_add(init->params, name, 2, tshape, INTRUS_INIT_GLOROT_UNIFORM, 1.0f);
+  dc->w_token = tie ? dc->embed
+                    : intrus_params_add(init->params, name, 2, tshape,
+                                        INTRUS_INIT_GLOROT_UNIFORM, 1.0f);
   snprintf(name, sizeof name, "%sout_pos", init->prefix);
   dc->w_pos = intrus_params_add(init->params, name, 2, pshape, INTRUS_INIT_GLOROT_UNIFORM, 1.0f);
   if (slots == 1) {
@@ -93,6 +101,8 @@ static void dec_output(void *self, intrus_tensor **w_token, intrus_tensor **w_po
   *w_token = dc->w_token;
   *w_pos = dc->w_pos;
 }
+
+static bool dec_output_transposed(void *self) { return ((struct decoder *)self)->tied; }
 
 /* Rows of memory each sentence attends to: its real positions, which encoders put
  * first (a length mask). */
@@ -417,13 +427,14 @@ static enum intrus_status dec_ins_step_rows(void *self, void *state, intrus_ctx 
 static const struct intrus_decoder_vtable vtable = {
     .create = dec_create, .destroy = dec_destroy, .finish = dec_finish,
     .ins_hidden = dec_hidden, .ins_output = dec_output, .ins_start = dec_ins_start,
-    .ins_step = dec_ins_step, .ins_step_rows = dec_ins_step_rows};
+    .ins_step = dec_ins_step, .ins_step_rows = dec_ins_step_rows,
+    .ins_output_transposed = dec_output_transposed};
 
 INTRUS_PLUGIN_EXPORT const struct intrus_plugin_desc INTRUS_PLUGIN_DESC(decoder_insertion) = {
     .abi_major = INTRUS_ABI_MAJOR,
     .abi_minor = INTRUS_ABI_MINOR,
     .name = "insertion",
-    .version = "1.0.0",
+    .version = "1.1.0",
     .kind = INTRUS_KIND_DECODER,
     .summary = "INTRUS insertion decoder: any generation order, position + token softmax",
     .vtable = &vtable,
