@@ -143,7 +143,7 @@ static enum intrus_status greedy_run(const struct intrus_order_batch *batch,
   }
   /* A stream per sentence, keyed by its index only, so that a trajectory does not depend
    * on the other sentences of the batch or on how many steps they take. */
-  for (int b = 0; b < B; b++) intrus_rng_seed(&g.rng[b], intrus_hash64(batch->seed, (uint64_t)b));
+  for (int b = 0; b < B; b++) intrus_rng_seed(&g.rng[b], intrus_hash64(batch->seed, (uint64_t)batch->first + (uint64_t)b));
 
   enum intrus_status st = INTRUS_OK;
   for (int t = 0; t < maxn && st == INTRUS_OK; t++) {

@@ -188,6 +188,25 @@ enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intru
                                   const struct intrus_tgt_batch *tgt,
                                   const struct ins_train_spec *spec, uint64_t seed,
                                   struct intrus_loss_out *out, struct intrus_error *err) {
+  return ins_train_loss_at(m, ctx, scratch, src, tgt, 0, spec, seed, out, err);
+}
+
+long ins_train_states(const struct ins_train_spec *spec, const int *lens, int count) {
+  long states = 0;
+  for (int b = 0; b < count; b++) {
+    const int n = lens[b];
+    states += spec->all_states || spec->per_sentence < 1 || spec->per_sentence > n + 1
+                  ? n + 1
+                  : spec->per_sentence;
+  }
+  return states;
+}
+
+enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
+                                     intrus_ctx *scratch, const struct intrus_src_batch *src,
+                                     const struct intrus_tgt_batch *tgt, int first,
+                                     const struct ins_train_spec *spec, uint64_t seed,
+                                     struct intrus_loss_out *out, struct intrus_error *err) {
   int B = tgt->batch;
   const bool canonical = intrus_model_canonical(m);
   enum intrus_status st = INTRUS_OK;
@@ -198,7 +217,7 @@ enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intru
   int32_t *y = intrus_ctx_alloc(ctx, (size_t)(off[B] ? off[B] : 1) * sizeof *y);
   for (int b = 0; b < B; b++)
     memcpy(y + off[b], tgt->tokens + (size_t)b * tgt->len, (size_t)tgt->lens[b] * sizeof *y);
-  struct intrus_order_batch ob = {.count = B, .off = off, .tok = y, .seed = seed};
+  struct intrus_order_batch ob = {.count = B, .off = off, .tok = y, .seed = seed, .first = first};
   struct intrus_ins_step *steps =
       intrus_ctx_alloc(ctx, (size_t)(off[B] ? off[B] : 1) * sizeof *steps);
   if (spec->order->needs_model(spec->order_self)) {
@@ -233,7 +252,7 @@ enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intru
     } else {
       /* The first draw is the one the single-state form always made. */
       struct intrus_rng r;
-      intrus_rng_seed(&r, intrus_hash64(seed ^ 0x5eedf00dULL, (uint64_t)b));
+      intrus_rng_seed(&r, intrus_hash64(seed ^ 0x5eedf00dULL, (uint64_t)first + (uint64_t)b));
       for (int k = 0; k <= n; k++) perm[k] = k;
       for (int j = 0; j < npick[b]; j++) {
         int u = j + (int)intrus_rng_below(&r, (uint64_t)(n + 1 - j)), tmp = perm[j];

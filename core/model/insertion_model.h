@@ -54,5 +54,16 @@ enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intru
                                   const struct intrus_tgt_batch *tgt,
                                   const struct ins_train_spec *spec, uint64_t seed,
                                   struct intrus_loss_out *out, struct intrus_error *err);
+/* The same for a micro-batch: sentence b of src/tgt is sentence first + b of the step's
+ * batch, and draws that sentence's random numbers, so that micro-batches together train
+ * on exactly the states and orders the whole batch would. */
+enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
+                                     intrus_ctx *scratch, const struct intrus_src_batch *src,
+                                     const struct intrus_tgt_batch *tgt, int first,
+                                     const struct ins_train_spec *spec, uint64_t seed,
+                                     struct intrus_loss_out *out, struct intrus_error *err);
+/* How many states ins_train_loss trains on for targets of these lengths (the loss is
+ * their mean). */
+long ins_train_states(const struct ins_train_spec *spec, const int *lens, int count);
 
 #endif

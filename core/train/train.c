@@ -23,6 +23,7 @@ struct train_cfg {
   long bleu_every;  /* steps between validation BLEU decodes (a multiple of valid_every) */
   int valid_beam;   /* beam of the validation decodes (0: the search group's) */
   int batch;
+  long micro_tokens; /* micro_batch_tokens: a step's batch in pieces of at most this (0: whole) */
   bool has_phases;
   float label_smoothing;
   struct intrus_adam adam;
@@ -38,7 +39,7 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
                                      struct intrus_error *err) {
   const intrus_cfg *g;
   long long steps, batch, batch_tokens, valid_bleu, warmup, log_every, valid_every, ckpt_every;
-  long long bleu_every, valid_beam;
+  long long bleu_every, valid_beam, micro_tokens;
   double lr, clip, smoothing, beta1, beta2;
   enum intrus_status st;
   if ((st = intrus_cfg_group_req(root, "train", &g, err))) return st;
@@ -50,6 +51,7 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
   if ((st = intrus_cfg_int_range(g, "steps", 1000, 1, 1LL << 40, &steps, err)) ||
       (st = intrus_cfg_int_range(g, "batch", 32, 1, 1 << 20, &batch, err)) ||
       (st = intrus_cfg_int_range(g, "batch_tokens", 4000, 1, 1 << 24, &batch_tokens, err)) ||
+      (st = intrus_cfg_int_range(g, "micro_batch_tokens", 0, 0, 1 << 24, &micro_tokens, err)) ||
       (st = intrus_cfg_double_range(g, "lr", 1.4e-3, 0.0, 10.0, &lr, err)) ||
       (st = intrus_cfg_int_range(g, "warmup", 16000, 0, 1LL << 40, &warmup, err)) ||
       (st = intrus_cfg_double_range(g, "beta1", 0.9, 0.0, 0.999999, &beta1, err)) ||
@@ -74,6 +76,7 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
   t->steps = steps;
   t->batch = (int)batch;
   t->batch_tokens = batch_tokens;
+  t->micro_tokens = micro_tokens;
   t->valid_bleu = valid_bleu;
   t->log_every = log_every;
   t->valid_every = valid_every;
@@ -262,6 +265,7 @@ struct trainer {
   struct intrus_model *model;
   struct intrus_params *params;
   intrus_ctx *ctx, *scratch;     /* scratch: insertion models' order-policy scoring */
+  intrus_ctx *bctx;              /* the step's batch when it is split into micro-batches */
   FILE *log;
   int lock_fd;                   /* holds the run directory's lock; -1 before */
   uint64_t fp;                   /* config fingerprint every checkpoint carries */
@@ -387,6 +391,7 @@ static enum intrus_status trainer_start(struct trainer *t, struct intrus_config 
     return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   if (!t->step) fprintf(t->log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n");
   t->ctx = intrus_ctx_create(0);
+  if (t->tc.micro_tokens) t->bctx = intrus_ctx_create(0);
   if (t->ph.count) t->scratch = intrus_ctx_create(0);
   t->stop = t->ph.count ? t->ph.total_steps : t->tc.steps;
   /* A phased run that stopped after its last phase ended early is complete. */
@@ -401,37 +406,97 @@ static enum intrus_status trainer_start(struct trainer *t, struct intrus_config 
   return INTRUS_OK;
 }
 
-/* One optimizer step on the step's batch; *loss is its training loss. */
-static enum intrus_status trainer_step(struct trainer *t, double *loss, struct intrus_error *err) {
-  intrus_ctx *ctx = t->ctx;
+/* Sentences b0..b1 of a batch as a batch of their own (views, no copies). */
+static void batch_slice(const struct intrus_src_batch *sb, const struct intrus_tgt_batch *tb,
+                        int b0, int b1, struct intrus_src_batch *s, struct intrus_tgt_batch *t) {
+  *s = *sb;
+  *t = *tb;
+  s->batch = t->batch = b1 - b0;
+  s->lens = sb->lens + b0;
+  t->lens = tb->lens + b0;
+  if (sb->tokens) s->tokens = sb->tokens + (size_t)b0 * sb->len;
+  if (sb->pixels) s->pixels = sb->pixels + (size_t)b0 * sb->channels * sb->height * sb->width;
+  t->tokens = tb->tokens + (size_t)b0 * tb->len;
+}
+
+/* What the step's loss is a mean over, for sentences b0..b1: states (insertion) or
+ * target tokens with EOS (autoregressive). */
+static long loss_units(const struct trainer *t, const struct intrus_tgt_batch *tb, int b0,
+                       int b1) {
+  if (t->ph.count) return ins_train_states(&t->ph.phase[t->ps.cur].spec, tb->lens + b0, b1 - b0);
+  long n = 0;
+  for (int b = b0; b < b1; b++) n += tb->lens[b] + 1;
+  return n;
+}
+
+/* The loss of sentences b0..b1 of the step's batch on ctx's tape, scaled by `weight`. */
+static enum intrus_status piece_loss(struct trainer *t, const struct intrus_src_batch *sb,
+                                     const struct intrus_tgt_batch *tb, int b0, int b1,
+                                     struct intrus_loss_out *out, struct intrus_error *err) {
+  struct intrus_src_batch s;
+  struct intrus_tgt_batch g;
+  batch_slice(sb, tb, b0, b1, &s, &g);
   uint64_t seed = (uint64_t)t->seed;
-  intrus_ctx_reset(ctx);
-  intrus_ctx_set_training(ctx, true);
-  intrus_ctx_set_seed(ctx, seed, (uint64_t)t->step);
-  struct intrus_src_batch sb;
-  struct intrus_tgt_batch tb;
-  dataset_train_batch(&t->data, ctx, seed, t->step, t->tc.batch, &sb, &tb);
-  struct intrus_loss_out out;
   struct intrus_train_opts topts = {.direction = intrus_model_direction(t->model),
                                     .label_smoothing = t->tc.label_smoothing};
-  enum intrus_status st =
-      t->ph.count
-          ? ins_train_loss(t->model, ctx, t->scratch, &sb, &tb, &t->ph.phase[t->ps.cur].spec,
-                           intrus_hash64(seed, (uint64_t)t->step), &out, err)
-          : intrus_model_loss(t->model, ctx, &sb, &tb, &topts, &out, err);
-  if (st) return st;
+  return t->ph.count ? ins_train_loss_at(t->model, t->ctx, t->scratch, &s, &g, b0,
+                                         &t->ph.phase[t->ps.cur].spec,
+                                         intrus_hash64(seed, (uint64_t)t->step), out, err)
+                     : intrus_model_loss(t->model, t->ctx, &s, &g, &topts, out, err);
+}
+
+/* One optimizer step on the step's batch; *loss is its training loss. With
+ * micro_batch_tokens the batch's sentences are taken in consecutive pieces of at most
+ * that many target tokens (one sentence at least); each piece's loss, weighted by its
+ * share of the batch's states or tokens, is backpropagated before the next is built,
+ * so the gradients add up to the whole batch's (up to float summation order; dropout
+ * masks differ) while only one piece's activations are held. */
+static enum intrus_status trainer_step(struct trainer *t, double *loss, struct intrus_error *err) {
+  intrus_ctx *ctx = t->ctx, *bctx = t->bctx ? t->bctx : t->ctx;
+  uint64_t seed = (uint64_t)t->seed;
+  intrus_ctx_reset(ctx);
+  if (bctx != ctx) intrus_ctx_reset(bctx);
+  struct intrus_src_batch sb;
+  struct intrus_tgt_batch tb;
+  dataset_train_batch(&t->data, bctx, seed, t->step, t->tc.batch, &sb, &tb);
+  const long total = loss_units(t, &tb, 0, tb.batch);
+  struct intrus_loss_out out;
+  long tokens = 0;
+  double sum = 0.0;
   intrus_params_zero_grad(t->params);
-  intrus_backward(ctx, out.loss);
+  for (int b0 = 0, piece = 0; b0 < tb.batch; piece++) {
+    int b1 = b0 + 1;
+    long n = tb.lens[b0];
+    while (t->tc.micro_tokens && b1 < tb.batch && n + tb.lens[b1] <= t->tc.micro_tokens)
+      n += tb.lens[b1++];
+    if (!t->tc.micro_tokens) b1 = tb.batch;
+    if (piece) intrus_ctx_reset(ctx);
+    intrus_ctx_set_training(ctx, true);
+    /* The first piece's dropout stream is the unsplit step's. */
+    intrus_ctx_set_seed(ctx, piece ? intrus_hash64(seed, (uint64_t)piece) : seed,
+                        (uint64_t)t->step);
+    enum intrus_status st = piece_loss(t, &sb, &tb, b0, b1, &out, err);
+    if (st) return st;
+    intrus_tensor *l = out.loss;
+    if (b1 - b0 < tb.batch) {
+      const double w = (double)loss_units(t, &tb, b0, b1) / (double)(total ? total : 1);
+      l = intrus_scale(ctx, l, (float)w);
+    }
+    intrus_backward(ctx, l);
+    sum += l->data[0];
+    tokens += out.tokens;
+    b0 = b1;
+  }
   intrus_adam_step(t->params, &t->tc.adam, t->step - t->ps.sched_start);
-  *loss = out.loss->data[0];
+  *loss = sum;
   if (!isfinite(*loss))
     return intrus_error_set(err, INTRUS_ERR_INVALID,
                             "training diverged at step %ld (loss %g): lower train.lr", t->step,
                             *loss);
   t->step++;
   t->res->last_loss = *loss;
-  t->tokens_total += out.tokens;
-  t->window_tokens += out.tokens;
+  t->tokens_total += tokens;
+  t->window_tokens += tokens;
   t->window_steps++;
   t->loss_sum += *loss;
   return INTRUS_OK;
@@ -528,6 +593,7 @@ static void trainer_free(struct trainer *t) {
   intrus_ctx_destroy(t->scratch);
   train_phases_free(&t->ph);
   intrus_ctx_destroy(t->ctx);
+  intrus_ctx_destroy(t->bctx);
   intrus_model_destroy(t->model);
   dataset_free(&t->data);
 }

@@ -185,7 +185,9 @@ struct intrus_order_batch {
   const int *off;       /* [count + 1] */
   const int32_t *tok;
   uint64_t seed;        /* randomness of this batch; per-sentence streams derive from
-                           (seed, b), so a trajectory does not depend on batch-mates */
+                           (seed, first + b), so a trajectory does not depend on batch-mates */
+  int first;            /* ABI 1.7: index of sentence 0 within the step's whole batch (a
+                           micro-batch's first sentence; 0 otherwise) */
 };
 
 /* Picks one of npairs correct pairs for sentence b. logp: the model's log p(i, c) of

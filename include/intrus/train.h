@@ -9,9 +9,14 @@
  *            bpe_merges = 8000; joint_vocab = true; max_len = 100; };
  *            (files DIR/{train,valid,test}.LANG[.gz], relative to the experiment file)
  *   train: { steps = 1000; batch = 32 (synthetic: sentences); batch_tokens = 4000
- *            (parallel); lr = 1e-3; warmup = 100; clip = 1.0; label_smoothing = 0.0;
- *            log_every = 50; valid_every = 200; checkpoint_every = 200;
- *            valid_bleu = 200 (validation sentences decoded for BLEU; 0 = off) };
+ *            (parallel); micro_batch_tokens = 0 (> 0: each step's batch is run in pieces
+ *            of at most this many target tokens, their gradients summed: the same update
+ *            in less memory); lr = 1.4e-3; warmup = 16000; beta1 = 0.9; beta2 = 0.998;
+ *            clip = 0.0 (off); label_smoothing = 0.0; log_every = 100;
+ *            valid_every = 1000; checkpoint_every = 1000; valid_bleu = 200 (validation
+ *            sentences decoded for BLEU; 0 = off); valid_bleu_every = valid_every;
+ *            valid_beam = 0 (the search group's) };
+ *   (insertion decoders: train.phases instead of steps, see docs/intrus.md)
  *
  * Every validation also keeps RUN_DIR/best.ckpt: the parameters with the best validation
  * BLEU (parallel data) or loss (synthetic) so far.
