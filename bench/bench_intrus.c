@@ -12,9 +12,14 @@
  *     at random lengths, so every output is held to exactly L tokens (min = max = L).
  *     Prints where the insertion search's time goes.
  *
+ * (m) micro-batches (train.micro_batch_tokens): the INTRUS step of (a) whole and in pieces,
+ *     arena peaks, time, and the difference of their gradients.
+ *
  *   bench/bench_intrus [a|b|ab] [steps]
- *   bench/bench_intrus b BATCH BEAM L     (one configuration of (b)) */
+ *   bench/bench_intrus b BATCH BEAM L     (one configuration of (b))
+ *   bench/bench_intrus m [steps [MICRO_BATCH_TOKENS]]   (default 2 steps, 1400 tokens) */
 #include <cblas.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,13 +61,18 @@ static struct intrus_model *make_model(const char *decoder, struct intrus_plugin
 
 struct measured {
   double s_per_token, flops_per_token, gflops;
-  size_t arena;
+  size_t arena, scratch;
+  float *grad; /* the first step's gradients (with keep_grad), before Adam's update */
 };
 
-/* Times `steps` training steps (after two warm-up steps). order: NULL = the baseline. */
+/* Times `steps` training steps (after two warm-up steps). order: NULL = the baseline.
+ * piece > 0: each step in micro-batches of `piece` sentences, each piece's loss weighted
+ * by its share of the states and backpropagated before the next (as the trainer's
+ * micro_batch_tokens does). keep_grad: copy the first step's gradients into r.grad. */
 static struct measured train_steps(struct intrus_model *m, const struct ins_train_spec *order,
                                    const struct intrus_src_batch *sb,
-                                   const struct intrus_tgt_batch *tb, int steps) {
+                                   const struct intrus_tgt_batch *tb, int steps, int piece,
+                                   bool keep_grad) {
   struct intrus_params *p = intrus_model_params(m);
   struct intrus_adam adam = intrus_adam_defaults();
   intrus_ctx *ctx = intrus_ctx_create(0), *scratch = intrus_ctx_create(0);
@@ -71,17 +81,41 @@ static struct measured train_steps(struct intrus_model *m, const struct ins_trai
   struct intrus_error err = {0};
   double t_total = 0, flops = 0;
   long tokens = 0;
+  struct measured r = {0};
   for (int step = 0; step < steps + 2; step++) {
     double f0 = intrus_blas_flops(), t0 = now_s();
-    intrus_ctx_reset(ctx);
-    intrus_ctx_set_seed(ctx, 1, (uint64_t)step);
-    struct intrus_loss_out out;
-    enum intrus_status st =
-        order ? ins_train_loss(m, ctx, scratch, sb, tb, order, (uint64_t)step, &out, &err)
-              : intrus_model_loss(m, ctx, sb, tb, &o, &out, &err);
-    if (st) die("training step", &err);
     intrus_params_zero_grad(p);
-    intrus_backward(ctx, out.loss);
+    const int per = piece > 0 ? piece : sb->batch;
+    const long total = order ? ins_train_states(order, tb->lens, tb->batch) : 0;
+    struct intrus_loss_out out;
+    long step_tokens = 0;
+    for (int b0 = 0; b0 < sb->batch; b0 += per) {
+      const int n = sb->batch - b0 < per ? sb->batch - b0 : per;
+      struct intrus_src_batch s1 = *sb;
+      struct intrus_tgt_batch t1 = *tb;
+      s1.batch = t1.batch = n;
+      s1.tokens += (size_t)b0 * sb->len;
+      s1.lens += b0;
+      t1.tokens += (size_t)b0 * tb->len;
+      t1.lens += b0;
+      intrus_ctx_reset(ctx);
+      intrus_ctx_set_seed(ctx, 1, (uint64_t)step);
+      enum intrus_status st =
+          order ? ins_train_loss_at(m, ctx, scratch, &s1, &t1, b0, order, (uint64_t)step, &out,
+                                    &err)
+                : intrus_model_loss(m, ctx, &s1, &t1, &o, &out, &err);
+      if (st) die("training step", &err);
+      intrus_tensor *l = out.loss;
+      if (order && n < sb->batch)
+        l = intrus_scale(ctx, l, (float)((double)ins_train_states(order, t1.lens, n) / total));
+      intrus_backward(ctx, l);
+      step_tokens += out.tokens;
+    }
+    out.tokens = step_tokens;
+    if (keep_grad && step == 0) {
+      r.grad = malloc(intrus_params_numel(p) * sizeof *r.grad);
+      memcpy(r.grad, intrus_params_grads(p), intrus_params_numel(p) * sizeof *r.grad);
+    }
     intrus_adam_step(p, &adam, step);
     double t = now_s() - t0;
     if (step < 2) continue;
@@ -90,8 +124,11 @@ static struct measured train_steps(struct intrus_model *m, const struct ins_trai
     /* Target tokens without EOS / finish: what both models are asked to write. */
     tokens += out.tokens - tb->batch;
   }
-  struct measured r = {t_total / tokens, flops / tokens, flops / t_total / 1e9,
-                       intrus_ctx_arena_peak(ctx)};
+  r.s_per_token = t_total / tokens;
+  r.flops_per_token = flops / tokens;
+  r.gflops = flops / t_total / 1e9;
+  r.arena = intrus_ctx_arena_peak(ctx);
+  r.scratch = intrus_ctx_arena_peak(scratch);
   intrus_ctx_destroy(ctx);
   intrus_ctx_destroy(scratch);
   return r;
@@ -124,12 +161,12 @@ static void bench_training(struct intrus_plugin_search *s, double peak, int step
          L, L, steps, BASE_STEPS * steps);
   /* A baseline step is about 6x shorter: 6x the steps give its line about the same
    * wall time, so a burst of load on this shared machine weighs as much on each. */
-  struct measured rb = train_steps(base, NULL, &sb, &tb, BASE_STEPS * steps);
+  struct measured rb = train_steps(base, NULL, &sb, &tb, BASE_STEPS * steps, 0, false);
   printf("    left-to-right      %7.3f ms/target token  %6.1f MFLOP/token  %5.1f%% of peak  "
          "arena %5.0f MB\n",
          1e3 * rb.s_per_token, rb.flops_per_token / 1e6, 100 * rb.gflops / peak, rb.arena / 1e6);
-  struct measured ru = train_steps(ins, &uni, &sb, &tb, steps);
-  struct measured rs = train_steps(ins, &sam, &sb, &tb, steps);
+  struct measured ru = train_steps(ins, &uni, &sb, &tb, steps, 0, false);
+  struct measured rs = train_steps(ins, &sam, &sb, &tb, steps, 0, false);
   const struct measured *r[2] = {&ru, &rs};
   const char *names[2] = {"INTRUS random order", "INTRUS sampled"};
   for (int i = 0; i < 2; i++)
@@ -147,6 +184,48 @@ static void bench_training(struct intrus_plugin_search *s, double peak, int step
   intrus_plugin_close(ps);
   intrus_model_destroy(base);
   intrus_model_destroy(ins);
+  intrus_config_free(c1);
+  intrus_config_free(c2);
+  bench_batch_free(&bb);
+}
+
+/* (m) micro-batches: the bench batch's INTRUS random-order step whole and in pieces of
+ * `piece_tokens` target tokens (train.micro_batch_tokens): arena peaks, time per token
+ * and the largest difference of the first step's gradients (same initial model). */
+static void bench_micro(struct intrus_plugin_search *s, int steps, int piece_tokens) {
+  enum { B = 200, L = 20 };
+  struct bench_batch bb;
+  bench_batch_make(&bb, B, L, V);
+  struct intrus_plugin *pu;
+  struct ins_train_spec uni = {0};
+  open_policy(s, "uniform", &pu, &uni);
+  const int piece = piece_tokens / L > 0 ? piece_tokens / L : 1;
+  printf("(m) micro-batches: %d sentences of %d + %d tokens, INTRUS random order, every state, "
+         "%d timed steps\n", B, L, L, steps);
+  struct intrus_config *c1, *c2;
+  struct intrus_model *m1 = make_model("insertion", s, &c1);
+  struct measured whole = train_steps(m1, &uni, &bb.sb, &bb.tb, steps, 0, true);
+  struct intrus_model *m2 = make_model("insertion", s, &c2);
+  struct measured parts = train_steps(m2, &uni, &bb.sb, &bb.tb, steps, piece, true);
+  const size_t n = intrus_params_numel(intrus_model_params(m1));
+  double worst = 0, scale = 0;
+  for (size_t i = 0; i < n; i++) {
+    scale = fmax(scale, fabs(whole.grad[i]));
+    worst = fmax(worst, fabs(whole.grad[i] - parts.grad[i]));
+  }
+  printf("    whole batch            %7.3f ms/target token  arena %6.0f MB (+ scoring %4.0f MB)\n",
+         1e3 * whole.s_per_token, whole.arena / 1e6, whole.scratch / 1e6);
+  printf("    micro_batch_tokens %4d %7.3f ms/target token  arena %6.0f MB (+ scoring %4.0f MB)"
+         "  time ratio %.2fx\n", piece * L, 1e3 * parts.s_per_token, parts.arena / 1e6,
+         parts.scratch / 1e6, parts.s_per_token / whole.s_per_token);
+  printf("    first step's gradients: largest difference %.2e (largest gradient %.2e)\n", worst,
+         scale);
+  free(whole.grad);
+  free(parts.grad);
+  uni.order->destroy(uni.order_self);
+  intrus_plugin_close(pu);
+  intrus_model_destroy(m1);
+  intrus_model_destroy(m2);
   intrus_config_free(c1);
   intrus_config_free(c2);
   bench_batch_free(&bb);
@@ -255,8 +334,11 @@ int main(int argc, char **argv) {
   bool one = argc == 5 && strcmp(which, "b") == 0;
   for (int i = 0; one && i < 3; i++)
     if ((cell[i] = atoi(argv[2 + i])) < 1) one = false;
-  if (argc > 3 && !one) {
-    fprintf(stderr, "usage: bench_intrus [a|b|ab] [steps]\n       bench_intrus b BATCH BEAM L\n");
+  const bool micro = strcmp(which, "m") == 0;
+  const int piece_tokens = micro && argc > 3 ? atoi(argv[3]) : 1400;
+  if ((argc > 3 && !one && !(micro && argc == 4)) || piece_tokens < 1 || steps < 1) {
+    fprintf(stderr, "usage: bench_intrus [a|b|ab] [steps]\n       bench_intrus b BATCH BEAM L\n"
+                    "       bench_intrus m [steps [MICRO_BATCH_TOKENS]]\n");
     return 2;
   }
   struct intrus_plugin_search *s = intrus_plugin_search_create();
@@ -265,8 +347,9 @@ int main(int argc, char **argv) {
   printf("INTRUS benchmark: OpenBLAS core %s, %d threads; cblas_sgemm peak (2048^3) %.1f "
          "GFLOP/s\n",
          intrus_blas_corename(), intrus_blas_threads(), peak);
-  if (strchr(which, 'a')) bench_training(s, peak, steps);
-  if (strchr(which, 'b')) bench_decoding(s, peak, one ? cell : NULL);
+  if (micro) bench_micro(s, steps, piece_tokens);
+  if (!micro && strchr(which, 'a')) bench_training(s, peak, steps);
+  if (!micro && strchr(which, 'b')) bench_decoding(s, peak, one ? cell : NULL);
   intrus_plugin_search_free(s);
   return 0;
 }
