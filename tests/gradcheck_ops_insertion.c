@@ -48,10 +48,10 @@ static intrus_tensor *build_ins(intrus_ctx *ctx, intrus_tensor **in, void *user)
 
 int gradcheck_suite_insertion(void) {
   int failed = 0;
-  static struct ins_args main_mixed = {&mixed, INTRUS_INS_LOSS_MAIN, true},
-                         uni_mixed = {&mixed, INTRUS_INS_LOSS_UNIFORM, true},
-                         main_done = {&complete_only, INTRUS_INS_LOSS_MAIN, false},
-                         uni_done = {&complete_only, INTRUS_INS_LOSS_UNIFORM, false},
+  static struct ins_args main_mixed = {&mixed, INTRUS_INS_LOSS_MAIN, true, 0.0f},
+                         uni_mixed = {&mixed, INTRUS_INS_LOSS_UNIFORM, true, 0.0f},
+                         main_done = {&complete_only, INTRUS_INS_LOSS_MAIN, false, 0.0f},
+                         uni_done = {&complete_only, INTRUS_INS_LOSS_UNIFORM, false, 0.0f},
                          main_ls = {&mixed, INTRUS_INS_LOSS_MAIN, true, 0.2f},
                          uni_ls = {&mixed, INTRUS_INS_LOSS_UNIFORM, true, 0.2f};
   struct gc_spec m = {.name = "ins_loss main pos,tok", .op = INTRUS_OP_INSERTION_LOSS,

@@ -291,7 +291,7 @@ static inline void targets_random(struct targets *t, struct intrus_rng *r, const
 }
 
 static inline struct intrus_order_batch batch_of(const struct targets *t, uint64_t seed) {
-  return (struct intrus_order_batch){t->count, t->off, t->tok, seed};
+  return (struct intrus_order_batch){t->count, t->off, t->tok, seed, 0};
 }
 
 static inline int max_len(const struct targets *t) {
