@@ -198,17 +198,17 @@ bool intrus_gemm_run_alone(int nt, double macs);
 
 /* Computes a product small enough that sgemm's cost per call would dominate it
  * (core/tensor/gemm_small.c), on the calling thread; false (nothing done) when it is not that
- * small or the CPU lacks AVX-512. */
+ * small, or intrus_x86_level() is 0 (no AVX2 and FMA, or INTRUS_ISA=generic). */
 bool intrus_gemm_small(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
                        int ldc);
 
 /* The kernels picked at run time (the packed and small products, gelu, and every
  * INTRUS_ISA_VARIANTS loop): 2 AVX-512F and FMA, 1 AVX2 and FMA, 0 the portable C (also
- * without dispatch). The CPU's widest, unless the environment's INTRUS_ISA (generic,
- * avx2, avx512) asks for a narrower one, so that any machine can run and test the
- * narrower kernels; an unknown or unsupported value is named in one warning on
- * stderr. */
+ * without dispatch; the products then go to OpenBLAS). The CPU's widest, unless the
+ * environment's INTRUS_ISA (generic, avx2, avx512) asks for a narrower one, so that any
+ * machine can run and test the narrower kernels; an unknown or unsupported value is
+ * named in one warning on stderr. */
 int intrus_x86_level(void);
 /* The level the CPU supports, whatever INTRUS_ISA says. */
 int intrus_x86_cpu_level(void);

@@ -12,8 +12,9 @@ extern "C" {
 
 /* C[M,N] = alpha * op(A) op(B) + beta * C, row-major; op(X) = X or X^T.
  * lda/ldb/ldc are row strides of A, B, C as stored. Products of at most 2^17
- * multiply-adds (attention's per-state pieces) run on intrus's own AVX-512 kernel where
- * the CPU has one, larger ones on OpenBLAS. */
+ * multiply-adds (attention's per-state pieces) run on intrus's own AVX-512 or AVX2 + FMA
+ * kernel where the CPU has one (and INTRUS_ISA does not ask for generic), larger ones
+ * on OpenBLAS. */
 void intrus_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                  const float *A, int lda, const float *B, int ldb, float beta,
                  float *C, int ldc);
