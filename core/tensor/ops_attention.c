@@ -11,9 +11,9 @@
  * Threads: the forward hands out (block, head) pieces, the backward heads, to the OpenMP
  * threads; each piece's small products run single-threaded inside it (intrus_gemm does
  * not split a product from within a parallel region). Softmax rows are summed by one
- * thread start to finish (vectorised, so the order of a sum depends on the ISA the CPU
- * has, as sgemm's results do), and dropout masks are a pure function of the element
- * index, so results do not depend on the thread count. */
+ * thread start to finish (vectorised, so the order of a sum depends on the ISA level in
+ * use, intrus_x86_level(), as sgemm's results do on the CPU), and dropout masks are a
+ * pure function of the element index, so results do not depend on the thread count. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
