@@ -31,6 +31,7 @@
 #include "intrus/optim.h"
 #include "intrus/rng.h"
 #include "intrus/search.h"
+#include "tensor/ops_internal.h"
 
 static void die(const char *what, const struct intrus_error *err) {
   fprintf(stderr, "bench_intrus: %s: %s\n", what, err->msg);
@@ -344,9 +345,10 @@ int main(int argc, char **argv) {
   struct intrus_plugin_search *s = intrus_plugin_search_create();
   intrus_plugin_search_add_defaults(s);
   double peak = sgemm_peak();
-  printf("INTRUS benchmark: OpenBLAS core %s, %d threads; cblas_sgemm peak (2048^3) %.1f "
-         "GFLOP/s\n",
-         intrus_blas_corename(), intrus_blas_threads(), peak);
+  printf("INTRUS benchmark: OpenBLAS core %s, %d threads, kernels %s; cblas_sgemm peak "
+         "(2048^3) %.1f GFLOP/s\n",
+         intrus_blas_corename(), intrus_blas_threads(), intrus_x86_level_name(intrus_x86_level()),
+         peak);
   if (micro) bench_micro(s, steps, piece_tokens);
   if (!micro && strchr(which, 'a')) bench_training(s, peak, steps);
   if (!micro && strchr(which, 'b')) bench_decoding(s, peak, one ? cell : NULL);

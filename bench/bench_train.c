@@ -17,6 +17,7 @@
 #include "intrus/model.h"
 #include "intrus/optim.h"
 #include "intrus/rng.h"
+#include "tensor/ops_internal.h"
 
 struct size {
   const char *name;
@@ -104,9 +105,10 @@ int main(int argc, char **argv) {
   const char *which = argc > 1 ? argv[1] : "ab";
   int steps = argc > 2 ? atoi(argv[2]) : 5;
   double peak = sgemm_peak();
-  printf("intrus training benchmark: OpenBLAS core %s, %d threads; cblas_sgemm peak (2048^3) "
-         "%.1f GFLOP/s; targets: >= 65%% of peak\n",
-         intrus_blas_corename(), intrus_blas_threads(), peak);
+  printf("intrus training benchmark: OpenBLAS core %s, %d threads, kernels %s; cblas_sgemm "
+         "peak (2048^3) %.1f GFLOP/s; targets: >= 65%% of peak\n",
+         intrus_blas_corename(), intrus_blas_threads(), intrus_x86_level_name(intrus_x86_level()),
+         peak);
   for (int i = 0; i < 2; i++)
     if (strchr(which, 'a' + i)) run(&sizes[i], steps, peak);
   return 0;

@@ -89,10 +89,10 @@ static void check_threads(void) {
   float *A = tu_random_floats(&r, (size_t)M * K), *B = tu_random_floats(&r, (size_t)K * N);
   float *C1 = malloc((size_t)M * N * sizeof *C1), *C2 = malloc((size_t)M * N * sizeof *C2);
   struct intrus_packed *p = intrus_pack(K, N, B, N, false);
-  /* The intrus_gemm fallback (no AVX-512, as under valgrind) splits products by the
-   * thread count, like OpenBLAS: its last bits may differ. */
+  /* The intrus_gemm fallback (no AVX2 or AVX-512, or INTRUS_ISA=generic) splits
+   * products by the thread count, like OpenBLAS: its last bits may differ. */
   if (!intrus_packed_uses_kernel(p)) {
-    printf("no AVX-512: thread-count independence not checked\n");
+    printf("generic ISA level: thread-count independence not checked\n");
     intrus_packed_free(p);
     free(A);
     free(B);

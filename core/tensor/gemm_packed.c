@@ -8,10 +8,16 @@
  * 1 in perf, the kernel 37%). OPENBLAS_CORETYPE may also hold OpenBLAS to AVX2 kernels
  * on a CPU with AVX-512; this file asks the CPU itself.
  *
- * Every element of C is one ascending sum over k in one FMA chain, whatever the thread
- * count or the split, so results do not depend on either (they differ from OpenBLAS's in
- * the last bits). Without AVX-512 (or after intrus_blas_set_packed(false)) a packed
- * matrix only remembers the caller's and the products go to intrus_gemm. */
+ * Every element of C is one ascending sum over k in one FMA chain starting from its bias
+ * (or 0), whatever the thread count or the split, so results do not depend on either
+ * (they differ from OpenBLAS's in the last bits); the AVX-512 kernel (6 x 64 tiles,
+ * 24 accumulators of 16 floats) and the AVX2 one (6 x 16 tiles, 12 accumulators of 8
+ * floats, walking each panel in four column quarters) compute the same chains and give
+ * the same bits. The panels do not depend on the vector width: intrus_pack makes them
+ * at intrus_x86_level() 1 or 2, and each product picks its kernel by the level then.
+ * At level 0 (no AVX2 and FMA, INTRUS_ISA=generic, or after
+ * intrus_blas_set_packed(false) at packing time) the products go to intrus_gemm with
+ * the caller's matrix. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +35,8 @@
 #endif
 
 #define NR 64 /* columns per panel: four 16-float vectors */
-#define MR 6  /* rows per tile: 6 x 4 accumulators, 4 panel vectors and a broadcast */
+#define MR 6  /* rows per tile: 6 x 4 accumulators, 4 panel vectors and a broadcast (AVX-512);
+                 6 x 2 accumulators, 2 panel vectors and a broadcast (AVX2) */
 
 struct intrus_packed {
   int K, N;
@@ -52,7 +59,7 @@ struct intrus_packed *intrus_pack(int K, int N, const float *B, int ldb, bool tr
   INTRUS_CHECK(K >= 0 && N >= 0, "intrus_pack: %d x %d matrix", K, N);
   struct intrus_packed *p = xcalloc(1, sizeof *p);
   *p = (struct intrus_packed){.K = K, .N = N, .b = B, .ldb = ldb, .trans = trans_b};
-  if (!packing_enabled || intrus_x86_level() < 2 || K == 0 || N == 0) return p;
+  if (!packing_enabled || intrus_x86_level() < 1 || K == 0 || N == 0) return p;
   const int np = (N + NR - 1) / NR;
   const size_t bytes = (size_t)np * K * NR * sizeof(float);
   if (posix_memalign((void **)&p->panel, 64, bytes)) intrus_panic("out of memory (%zu bytes)", bytes);
@@ -87,7 +94,9 @@ void intrus_packed_free(struct intrus_packed *p) {
   free(p);
 }
 
-bool intrus_packed_uses_kernel(const struct intrus_packed *p) { return p->panel != NULL; }
+bool intrus_packed_uses_kernel(const struct intrus_packed *p) {
+  return p->panel != NULL && intrus_x86_level() >= 1;
+}
 int intrus_packed_k(const struct intrus_packed *p) { return p->K; }
 int intrus_packed_n(const struct intrus_packed *p) { return p->N; }
 
@@ -154,13 +163,93 @@ static INTRUS_AVX512 void panels_avx512(int M, const float *A, int lda,
     }
   }
 }
+
+/* Stores the first n (0 .. 8) lanes of y to p, nothing past them (AMD leaves faults on
+ * the masked-off lanes of AVX's masked stores to the implementation). */
+static inline __attribute__((always_inline)) INTRUS_AVX2 void store_part(float *p, __m256 y,
+                                                                          int n) {
+  __m128 x = _mm256_castps256_ps128(y);
+  if (n >= 4) {
+    _mm_storeu_ps(p, x);
+    x = _mm256_extractf128_ps(y, 1);
+    p += 4, n -= 4;
+  }
+  if (n >= 2) {
+    _mm_storel_pi((__m64 *)p, x);
+    x = _mm_movehl_ps(x, x);
+    p += 2, n -= 2;
+  }
+  if (n >= 1) _mm_store_ss(p, x);
+}
+
+/* C[mr, nc] = bias + A[mr, K] panel[K, 0 .. 16) for one quarter of a panel (panel and
+ * bias offset to it; nc <= 16 of its columns are stored). */
+static inline __attribute__((always_inline)) INTRUS_AVX2 void
+tile2(const int mr, int K, const float *a, int lda, const float *panel, const float *bias,
+      float *c, int ldc, int nc) {
+  __m256 acc[MR][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; r++)
+    for (int j = 0; j < 2; j++)
+      acc[r][j] = bias ? _mm256_load_ps(bias + 8 * j) : _mm256_setzero_ps();
+  for (int k = 0; k < K; k++) {
+    const float *pk = panel + (size_t)k * NR;
+    const __m256 w0 = _mm256_load_ps(pk), w1 = _mm256_load_ps(pk + 8);
+#pragma GCC unroll 6
+    for (int r = 0; r < MR; r++) {
+      if (r >= mr) break;
+      const __m256 x = _mm256_set1_ps(a[(size_t)r * lda + k]);
+      acc[r][0] = _mm256_fmadd_ps(x, w0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(x, w1, acc[r][1]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < MR; r++) {
+    if (r >= mr) break;
+    float *cr = c + (size_t)r * ldc;
+    for (int j = 0; j < 2; j++) {
+      const int col = 8 * j;
+      if (col + 8 <= nc) _mm256_storeu_ps(cr + col, acc[r][j]);
+      else if (col < nc) store_part(cr + col, acc[r][j], nc - col);
+    }
+  }
+}
+
+/* As panels_avx512. A block of 6 rows of A (6 KB at K = 256) stays in L1 while the
+ * quarters of a panel pass under it. */
+static INTRUS_AVX2 void panels_avx2(int M, const float *A, int lda, const struct intrus_packed *B,
+                                    int q0, int q1, float *C, int ldc) {
+  for (int q = q0; q < q1; q++) {
+    const float *panel = B->panel + (size_t)q * B->K * NR;
+    const float *bias = B->bias ? B->bias + (size_t)q * NR : NULL;
+    const int n0 = q * NR, nc = B->N - n0 < NR ? B->N - n0 : NR;
+    for (int r = 0; r < M; r += MR) {
+      const float *a = A + (size_t)r * lda;
+      for (int j = 0; j < nc; j += 16) {
+        const float *pj = panel + j, *bj = bias ? bias + j : NULL;
+        float *c = C + (size_t)r * ldc + n0 + j;
+        const int w = nc - j < 16 ? nc - j : 16;
+        switch (M - r < MR ? M - r : MR) {
+        case 6: tile2(6, B->K, a, lda, pj, bj, c, ldc, w); break;
+        case 5: tile2(5, B->K, a, lda, pj, bj, c, ldc, w); break;
+        case 4: tile2(4, B->K, a, lda, pj, bj, c, ldc, w); break;
+        case 3: tile2(3, B->K, a, lda, pj, bj, c, ldc, w); break;
+        case 2: tile2(2, B->K, a, lda, pj, bj, c, ldc, w); break;
+        default: tile2(1, B->K, a, lda, pj, bj, c, ldc, w); break;
+        }
+      }
+    }
+  }
+}
 #endif
 
 void intrus_gemm_packed(int M, const float *A, int lda, const struct intrus_packed *B,
                         float *C, int ldc) {
   if (M <= 0 || B->N == 0) return;
 #if INTRUS_X86_DISPATCH
-  if (B->panel) {
+  /* Packed at one level, the panels serve either kernel at another (tests switch). */
+  const int level = B->panel ? intrus_x86_level() : 0;
+  if (level >= 1) {
     const double macs = (double)M * B->N * B->K;
     intrus_blas_count_flops(2.0 * macs);
     const int np = (B->N + NR - 1) / NR;
@@ -170,11 +259,13 @@ void intrus_gemm_packed(int M, const float *A, int lda, const struct intrus_pack
 #pragma omp parallel num_threads(nt) if (!alone)
     {
       const int t = omp_get_thread_num(), n = omp_get_num_threads();
-      panels_avx512(M, A, lda, B, np * t / n, np * (t + 1) / n, C, ldc);
+      if (level >= 2) panels_avx512(M, A, lda, B, np * t / n, np * (t + 1) / n, C, ldc);
+      else panels_avx2(M, A, lda, B, np * t / n, np * (t + 1) / n, C, ldc);
     }
 #else
     (void)alone;
-    panels_avx512(M, A, lda, B, 0, np, C, ldc);
+    if (level >= 2) panels_avx512(M, A, lda, B, 0, np, C, ldc);
+    else panels_avx2(M, A, lda, B, 0, np, C, ldc);
 #endif
     return;
   }

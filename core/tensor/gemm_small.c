@@ -5,13 +5,25 @@
  * weighted sums, forward and backward, per state and head), and search some 60,000 per
  * batch. Each cblas_sgemm call locks a buffer, packs both operands and dispatches
  * (pthread_mutex_lock, sgemm_oncopy and sgemm_itcopy showed in perf) for as little as
- * 20,000 multiply-adds. Here a 4 x 32 register tile reads A and B in place (B
- * transposed into a stack buffer first, 16 x 16 blocks at a time, when the product wants
- * B^T).
+ * 20,000 multiply-adds. Here a register tile reads A and B in place (B transposed into
+ * a stack buffer first when the product wants B^T), by intrus_x86_level():
+ *  - AVX-512: 4 x 32 tiles (8 accumulators of 16 floats), edge columns by masked loads
+ *    and stores; B^T in 16 x 16 blocks transposed in registers;
+ *  - AVX2: 6 x 16 tiles (12 accumulators of 8 floats, two B vectors and a broadcast:
+ *    15 of the 16 registers). No masked loads or stores (AMD leaves faults on their
+ *    masked-off lanes to the implementation): B^T goes to a buffer whose rows are
+ *    padded with zeros to a multiple of 8 columns (8 x 8 blocks transposed in
+ *    registers, edge blocks by scalar copies), and a plain B whose N is no multiple of
+ *    8 has its last partial vector of columns copied to a zero-padded [K, 8] strip;
+ *    partial vectors of C are read and written in 128-, 64- and 32-bit pieces.
  *
- * Each element of C is one ascending FMA chain over k, then alpha * sum + beta * C, on
- * the calling thread: results do not depend on the thread count. Without AVX-512 (or
- * after intrus_blas_set_small(false)) intrus_gemm calls OpenBLAS as before. */
+ * Each element of C is one ascending FMA chain over k from 0, then alpha * sum, then
+ * + beta * C by one more FMA (when beta != 0), on the calling thread: results do not
+ * depend on the thread count, and the AVX2 and AVX-512 kernels give the same bits.
+ * With intrus_x86_level() 0 (or after intrus_blas_set_small(false)) intrus_gemm calls
+ * OpenBLAS as before; so it does for a B^T of more than SMALL_MAX_BT floats (at level 1
+ * counting the padding), and at level 1 for a plain B of more than SMALL_MAX_BT / 8
+ * rows whose N is no multiple of 8 (the strip would not fit). */
 #include <stdint.h>
 
 #include "intrus/blas.h"
@@ -153,23 +165,213 @@ static INTRUS_AVX512 void small_avx512(bool ta, int M, int N, int K, float alpha
   if (ta) small_body(true, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   else small_body(false, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
+
+/* ---- AVX2 + FMA ------------------------------------------------------------------ */
+
+#define MR2 6 /* rows per AVX2 tile */
+
+/* The first n (0 .. 4) floats at p, zero past them, read without touching p[n ..]. */
+static inline __attribute__((always_inline)) INTRUS_AVX2 __m128 load4_part(const float *p,
+                                                                            int n) {
+  const __m128 z = _mm_setzero_ps();
+  switch (n) {
+  case 4: return _mm_loadu_ps(p);
+  case 3: return _mm_movelh_ps(_mm_loadl_pi(z, (const __m64 *)p), _mm_load_ss(p + 2));
+  case 2: return _mm_loadl_pi(z, (const __m64 *)p);
+  case 1: return _mm_load_ss(p);
+  default: return z;
+  }
+}
+
+/* The first n (0 .. 8) floats at p, zero past them, read without touching p[n ..]. */
+static inline __attribute__((always_inline)) INTRUS_AVX2 __m256 load_part(const float *p,
+                                                                           int n) {
+  return n >= 4 ? _mm256_set_m128(load4_part(p + 4, n - 4), _mm_loadu_ps(p))
+                : _mm256_castps128_ps256(load4_part(p, n));
+}
+
+/* Stores the first n (0 .. 8) lanes of y to p, nothing past them. */
+static inline __attribute__((always_inline)) INTRUS_AVX2 void store_part(float *p, __m256 y,
+                                                                          int n) {
+  __m128 x = _mm256_castps256_ps128(y);
+  if (n >= 4) {
+    _mm_storeu_ps(p, x);
+    x = _mm256_extractf128_ps(y, 1);
+    p += 4, n -= 4;
+  }
+  if (n >= 2) {
+    _mm_storel_pi((__m64 *)p, x);
+    x = _mm_movehl_ps(x, x);
+    p += 2, n -= 2;
+  }
+  if (n >= 1) _mm_store_ss(p, x);
+}
+
+/* C[0 .. mr, 0 .. nc) with mr <= 6, 8 (nv - 1) < nc <= 8 nv, nv <= 2. Columns 0 .. 8 of
+ * row k of B are at B + k ldb (read when nv = 2), those of the last vector at L + k ldl
+ * (B's own or a zero-padded strip's: 8 floats readable either way). mr, nv and ta are
+ * constants at every call site, so the loops unroll and the accumulators stay in
+ * registers. */
+static inline __attribute__((always_inline)) INTRUS_AVX2 void
+small_tile2(const int mr, const int nv, int K, float alpha, const float *A, int lda, bool ta,
+            const float *B, int ldb, const float *L, int ldl, float beta, float *C, int ldc,
+            int nc) {
+  __m256 acc[MR2][2];
+#pragma GCC unroll 6
+  for (int r = 0; r < MR2; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+  for (int k = 0; k < K; k++) {
+    const __m256 bl = _mm256_loadu_ps(L + (size_t)k * ldl);
+    const __m256 b0 = nv > 1 ? _mm256_loadu_ps(B + (size_t)k * ldb) : bl;
+#pragma GCC unroll 6
+    for (int r = 0; r < MR2; r++) {
+      if (r >= mr) break;
+      const __m256 x = _mm256_set1_ps(ta ? A[(size_t)k * lda + r] : A[(size_t)r * lda + k]);
+      acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
+      if (nv > 1) acc[r][1] = _mm256_fmadd_ps(x, bl, acc[r][1]);
+    }
+  }
+  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+#pragma GCC unroll 6
+  for (int r = 0; r < MR2; r++) {
+    if (r >= mr) break;
+    for (int v = 0; v < nv; v++) {
+      float *c = C + (size_t)r * ldc + 8 * v;
+      const int w = nc - 8 * v; /* columns of this vector: 8 or more is a whole one */
+      __m256 y = _mm256_mul_ps(va, acc[r][v]);
+      if (w >= 8) {
+        if (beta != 0.0f) y = _mm256_fmadd_ps(vb, _mm256_loadu_ps(c), y);
+        _mm256_storeu_ps(c, y);
+      } else {
+        if (beta != 0.0f) y = _mm256_fmadd_ps(vb, load_part(c, w), y);
+        store_part(c, y, w);
+      }
+    }
+  }
+}
+
+/* Rows of C in tiles of 6 (the last 1-5 apart), columns in tiles of 16 or 8. B [K, N]
+ * with row stride ldb; strip: the last partial vector's columns (those from
+ * N - N % 8), [K, 8] zero-padded, or NULL when B's rows can be read in whole vectors
+ * up to a multiple of 8 columns (N % 8 == 0, or a zero-padded B^T buffer). */
+static inline __attribute__((always_inline)) INTRUS_AVX2 void
+small_body2(const bool ta, int M, int N, int K, float alpha, const float *A, int lda,
+            const float *B, int ldb, const float *strip, float beta, float *C, int ldc) {
+  for (int j0 = 0; j0 < N; j0 += 16) {
+    const int nc = N - j0 < 16 ? N - j0 : 16, nv = nc > 8 ? 2 : 1;
+    const float *b = B + j0;
+    /* The last vector: from the strip when it is the partial one. */
+    const bool part = strip && nc < 8 * nv;
+    const float *l = part ? strip : b + 8 * (nv - 1);
+    const int ldl = part ? 8 : ldb;
+    for (int i0 = 0; i0 < M; i0 += MR2) {
+      const float *a = ta ? A + i0 : A + (size_t)i0 * lda;
+      float *c = C + (size_t)i0 * ldc + j0;
+      const int mr = M - i0 < MR2 ? M - i0 : MR2;
+#define SMALL_CASE2(R)                                                                    \
+  case R:                                                                                 \
+    if (nv > 1) small_tile2(R, 2, K, alpha, a, lda, ta, b, ldb, l, ldl, beta, c, ldc, nc); \
+    else small_tile2(R, 1, K, alpha, a, lda, ta, b, ldb, l, ldl, beta, c, ldc, nc);        \
+    break;
+      switch (mr) {
+        SMALL_CASE2(6)
+        SMALL_CASE2(5)
+        SMALL_CASE2(4)
+        SMALL_CASE2(3)
+        SMALL_CASE2(2)
+        SMALL_CASE2(1)
+      }
+#undef SMALL_CASE2
+    }
+  }
+}
+
+static INTRUS_AVX2 void small_avx2(bool ta, int M, int N, int K, float alpha, const float *A,
+                                   int lda, const float *B, int ldb, const float *strip,
+                                   float beta, float *C, int ldc) {
+  if (ta) small_body2(true, M, N, K, alpha, A, lda, B, ldb, strip, beta, C, ldc);
+  else small_body2(false, M, N, K, alpha, A, lda, B, ldb, strip, beta, C, ldc);
+}
+
+/* bt[K, ldt] = B[N, K]^T (row stride ldb), ldt = N rounded up to a multiple of 8, the
+ * columns from N on zero: whole 8 x 8 blocks transposed in registers, the others (the
+ * last rows and columns) copied one float at a time. */
+static INTRUS_AVX2 void transpose_avx2(const float *B, int ldb, int N, int K, float *bt,
+                                       int ldt) {
+  for (int j0 = 0; j0 < ldt; j0 += 8) {
+    int k0 = 0;
+    if (j0 + 8 <= N)
+      for (; k0 + 8 <= K; k0 += 8) {
+        __m256 r[8], t[8], u[8];
+        for (int i = 0; i < 8; i++) r[i] = _mm256_loadu_ps(B + (size_t)(j0 + i) * ldb + k0);
+        /* t[2g], t[2g+1]: rows 2g and 2g+1 interleaved within each 128-bit half */
+        for (int g = 0; g < 4; g++) {
+          t[2 * g] = _mm256_unpacklo_ps(r[2 * g], r[2 * g + 1]);
+          t[2 * g + 1] = _mm256_unpackhi_ps(r[2 * g], r[2 * g + 1]);
+        }
+        /* u[4h + c]: in half L, column 4L + c of rows 4h .. 4h+3 */
+        for (int h = 0; h < 2; h++) {
+          u[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0x44);
+          u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], 0xee);
+          u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0x44);
+          u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], 0xee);
+        }
+        /* column c (c < 4): the low halves of u[c], u[4 + c]; column 4 + c: the high */
+        for (int c = 0; c < 4; c++) {
+          _mm256_storeu_ps(bt + (size_t)(k0 + c) * ldt + j0,
+                           _mm256_permute2f128_ps(u[c], u[4 + c], 0x20));
+          _mm256_storeu_ps(bt + (size_t)(k0 + 4 + c) * ldt + j0,
+                           _mm256_permute2f128_ps(u[c], u[4 + c], 0x31));
+        }
+      }
+    for (; k0 < K; k0++)
+      for (int j = j0; j < j0 + 8; j++)
+        bt[(size_t)k0 * ldt + j] = j < N ? B[(size_t)j * ldb + k0] : 0.0f;
+  }
+}
+
+/* strip[K, 8] = columns n0 .. N of B [K, N] (row stride ldb, N - n0 < 8), zero after. */
+static void copy_strip(const float *B, int ldb, int n0, int N, int K, float *strip) {
+  for (int k = 0; k < K; k++)
+    for (int j = 0; j < 8; j++)
+      strip[(size_t)k * 8 + j] = n0 + j < N ? B[(size_t)k * ldb + n0 + j] : 0.0f;
+}
 #endif
 
 bool intrus_gemm_small(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
                        int ldc) {
 #if INTRUS_X86_DISPATCH
-  if (!small_enabled || (double)M * N * K > SMALL_MAX_MACS || intrus_x86_level() < 2)
-    return false;
-  if (!trans_b) {
-    small_avx512(trans_a, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (!small_enabled || (double)M * N * K > SMALL_MAX_MACS) return false;
+  const int level = intrus_x86_level();
+  if (level >= 2) {
+    if (!trans_b) {
+      small_avx512(trans_a, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+      return true;
+    }
+    if ((long)K * N > SMALL_MAX_BT) return false;
+    /* op(B) = B^T, [K, N]: rows of B become columns of the buffer. */
+    float bt[SMALL_MAX_BT];
+    transpose_avx512(B, ldb, N, K, bt);
+    small_avx512(trans_a, M, N, K, alpha, A, lda, bt, N, beta, C, ldc);
     return true;
   }
-  if ((long)K * N > SMALL_MAX_BT) return false;
-  /* op(B) = B^T, [K, N]: rows of B become columns of the buffer. */
+  if (level < 1) return false;
+  if (!trans_b) {
+    if (N % 8 == 0) {
+      small_avx2(trans_a, M, N, K, alpha, A, lda, B, ldb, NULL, beta, C, ldc);
+      return true;
+    }
+    if ((long)K * 8 > SMALL_MAX_BT) return false;
+    float strip[SMALL_MAX_BT];
+    copy_strip(B, ldb, N - N % 8, N, K, strip);
+    small_avx2(trans_a, M, N, K, alpha, A, lda, B, ldb, strip, beta, C, ldc);
+    return true;
+  }
+  const int ldt = (N + 7) / 8 * 8;
+  if ((long)K * ldt > SMALL_MAX_BT) return false;
   float bt[SMALL_MAX_BT];
-  transpose_avx512(B, ldb, N, K, bt);
-  small_avx512(trans_a, M, N, K, alpha, A, lda, bt, N, beta, C, ldc);
+  transpose_avx2(B, ldb, N, K, bt, ldt);
+  small_avx2(trans_a, M, N, K, alpha, A, lda, bt, ldt, NULL, beta, C, ldc);
   return true;
 #else
   (void)trans_a, (void)trans_b, (void)M, (void)N, (void)K, (void)alpha, (void)A, (void)lda;

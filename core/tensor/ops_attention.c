@@ -11,9 +11,9 @@
  * Threads: the forward hands out (block, head) pieces, the backward heads, to the OpenMP
  * threads; each piece's small products run single-threaded inside it (intrus_gemm does
  * not split a product from within a parallel region). Softmax rows are summed by one
- * thread start to finish (vectorised, so the order of a sum depends on the ISA the CPU
- * has, as sgemm's results do), and dropout masks are a pure function of the element
- * index, so results do not depend on the thread count. */
+ * thread start to finish (vectorised, so the order of a sum depends on the ISA level in
+ * use, intrus_x86_level(), as sgemm's results do on the CPU), and dropout masks are a
+ * pure function of the element index, so results do not depend on the thread count. */
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -124,8 +124,8 @@ ROW_INLINE void softmax_grad_row(float *restrict g, const float *restrict p,
 
 /* The softmax rows of one (block, head) piece, forward and backward, compiled for
  * several ISAs (the hash's 32-bit multiplies and the exp want AVX2 at least). */
-INTRUS_CLONES static void forward_piece(const struct attn_saved *sv, const struct attn_block *bk,
-                                        int h, bool drop, int32_t thr, float keep_scale) {
+ROW_INLINE void forward_piece_body(const struct attn_saved *sv, const struct attn_block *bk,
+                                   int h, bool drop, int32_t thr, float keep_scale) {
   const long off = bk->p_off + (long)h * bk->rows * bk->klen;
   for (int i = 0; i < bk->rows; i++) {
     const long o = off + (long)i * bk->klen;
@@ -134,8 +134,13 @@ INTRUS_CLONES static void forward_piece(const struct attn_saved *sv, const struc
   }
 }
 
-INTRUS_CLONES static void backward_piece(const struct attn_saved *sv, const struct attn_block *bk,
-                                         int h, float *G, bool drop, float keep_scale) {
+INTRUS_ISA_VARIANTS_VOID(static, forward_piece,
+                         (const struct attn_saved *sv, const struct attn_block *bk, int h,
+                          bool drop, int32_t thr, float keep_scale),
+                         (sv, bk, h, drop, thr, keep_scale))
+
+ROW_INLINE void backward_piece_body(const struct attn_saved *sv, const struct attn_block *bk,
+                                    int h, float *G, bool drop, float keep_scale) {
   const long off = bk->p_off + (long)h * bk->rows * bk->klen;
   for (int i = 0; i < bk->rows; i++) {
     const long o = off + (long)i * bk->klen;
@@ -143,6 +148,10 @@ INTRUS_CLONES static void backward_piece(const struct attn_saved *sv, const stru
                      keep_scale);
   }
 }
+INTRUS_ISA_VARIANTS_VOID(static, backward_piece,
+                         (const struct attn_saved *sv, const struct attn_block *bk, int h,
+                          float *G, bool drop, float keep_scale),
+                         (sv, bk, h, G, drop, keep_scale))
 
 /* ---- forward ------------------------------------------------------------------------ */
 

@@ -368,7 +368,7 @@ DEFINE_ERF_EXP(erf_plain, exp_plain, static inline, MADD_PLAIN)
 DEFINE_GELU_KERNELS(plain, , erf_plain, exp_plain, MADD_PLAIN)
 #if INTRUS_X86_DISPATCH
 DEFINE_ERF_EXP(erf_fused, exp_fused, static inline __attribute__((always_inline)), fmaf)
-DEFINE_GELU_KERNELS(avx2, __attribute__((target("avx2,fma"))), erf_fused, exp_fused, fmaf)
+DEFINE_GELU_KERNELS(avx2, INTRUS_AVX2, erf_fused, exp_fused, fmaf)
 DEFINE_GELU_KERNELS(avx512, INTRUS_AVX512, erf_fused, exp_fused, fmaf)
 #endif
 
@@ -459,8 +459,8 @@ static inline bool dropout_keep(uint64_t bkey, uint32_t c, int32_t thr) {
 
 /* z = keep ? x * scale : 0 over n < 2^31 elements whose counters start at c0. */
 /* z may be x (in place: the backward on a taken gradient buffer). */
-INTRUS_CLONES static void dropout_range(float *z, const float *x, int n,
-                                        uint64_t bkey, uint32_t c0, int32_t thr, float scale) {
+ROW_INLINE void dropout_range_body(float *z, const float *x, int n, uint64_t bkey, uint32_t c0,
+                                   int32_t thr, float scale) {
   for (int b = 0; b < n; b += INTRUS_STREAM_BLOCK) {
     int e = b + INTRUS_STREAM_BLOCK < n ? b + INTRUS_STREAM_BLOCK : n;
     intrus_prefetch_ahead(x, z, b, e, n);
@@ -469,11 +469,15 @@ INTRUS_CLONES static void dropout_range(float *z, const float *x, int n,
       z[i] = intrus_sel(dropout_keep(bkey, c0 + (uint32_t)i, thr), x[i] * scale, 0.0f);
   }
 }
+INTRUS_ISA_VARIANTS_VOID(static, dropout_range,
+                         (float *z, const float *x, int n, uint64_t bkey, uint32_t c0,
+                          int32_t thr, float scale),
+                         (z, x, n, bkey, c0, thr, scale))
 
 /* da += keep ? g * scale : 0, leaving dropped entries' bits untouched. */
-INTRUS_CLONES static void dropout_backward_range(float *restrict da, const float *restrict g,
-                                                 int n, uint64_t bkey, uint32_t c0, int32_t thr,
-                                                 float scale) {
+ROW_INLINE void dropout_backward_range_body(float *restrict da, const float *restrict g, int n,
+                                            uint64_t bkey, uint32_t c0, int32_t thr,
+                                            float scale) {
   for (int b = 0; b < n; b += INTRUS_STREAM_BLOCK) {
     int e = b + INTRUS_STREAM_BLOCK < n ? b + INTRUS_STREAM_BLOCK : n;
     intrus_prefetch_ahead(g, da, b, e, n);
@@ -483,6 +487,10 @@ INTRUS_CLONES static void dropout_backward_range(float *restrict da, const float
                          da[i]);
   }
 }
+INTRUS_ISA_VARIANTS_VOID(static, dropout_backward_range,
+                         (float *restrict da, const float *restrict g, int n, uint64_t bkey,
+                          uint32_t c0, int32_t thr, float scale),
+                         (da, g, n, bkey, c0, thr, scale))
 
 /* Runs the forward (g == NULL: z = dropout(x)) or backward (z += dropout'(g)) kernel
  * over [0, n), in blocks that do not cross a multiple of 2^31 so that the counter of

@@ -108,32 +108,80 @@ static inline void intrus_omp_range(long n, long *lo, long *hi) {
   *hi = a + per < n ? a + per : n;
 }
 
-/* Compute-bound simd loops (gelu, dropout) are compiled for several ISAs, and the
- * widest the CPU has is picked at run time, on x86-64 Linux with GCC or clang:
- *  - INTRUS_CLONES before a function: GCC's target_clones (one ifunc), for code whose
- *    results do not depend on the ISA (dropout: integer hashing and one multiply);
- *  - INTRUS_X86_DISPATCH (1 or 0): whether a file may define its own variants with
- *    __attribute__((target(...))) and pick one by intrus_x86_level(); gelu does, to
- *    use fused multiply-adds where the CPU has them (its results then depend on the
- *    CPU, as sgemm's do, never on the thread count).
- * Such functions cannot be inlined: call them once per thread, on a whole range.
- * INTRUS_NO_ISA_DISPATCH builds the portable variants only (the fuzz build: clang 14
- * emits no target_clones resolvers under its sanitizers). */
+/* Compute-bound loops are compiled for several ISAs, and one is picked at run time by
+ * intrus_x86_level() (the CPU's widest unless INTRUS_ISA or intrus_x86_level_set asks
+ * for a narrower one), on x86-64 Linux with GCC or clang. INTRUS_X86_DISPATCH (1 or 0)
+ * says whether a file may define such variants; they come in two kinds:
+ *  - a file's own kernels under INTRUS_AVX512 / INTRUS_AVX2 (the packed and small
+ *    products with intrinsics, gelu with fused multiply-adds through fmaf): their
+ *    results depend on the level, as sgemm's do on the CPU, never on the thread count;
+ *  - plain C loops defined once through INTRUS_ISA_VARIANTS(_VOID) below (softmax
+ *    rows, layer norm rows, dropout, attention's softmax pieces), compiled three times
+ *    from one body. The file is C11 (-std=c11), in which GCC contracts no a * b + c
+ *    into a fused multiply-add (and clang is told the same below), so the variants
+ *    differ only where the vectoriser's width changes an order: simd reductions
+ *    (SIMD_REDUCE, SIMD_MAX) sum 16, 8 or 4 lanes apart and combine them at the end,
+ *    so a row's sums (intrus_row_sumexp's exponentials, attention's softmax rows and
+ *    their gradient's dot products) may differ in their last bits between levels.
+ *    Element-wise work (dropout's integer hash, the softmax outputs given a row's
+ *    log-sum-exp) and layer norm's sums over 8 fixed double lanes give the same bits
+ *    at every level.
+ * Each call pays a call and a dispatch: call them on a whole row or range.
+ * INTRUS_NO_ISA_DISPATCH builds the portable variants only (the fuzz build, under
+ * clang's sanitizers). */
 #if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && \
     defined(__has_attribute) && !defined(INTRUS_NO_ISA_DISPATCH)
-#if __has_attribute(target_clones)
+#if __has_attribute(target)
 #define INTRUS_X86_DISPATCH 1
-#define INTRUS_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 #endif
 #ifndef INTRUS_X86_DISPATCH
 #define INTRUS_X86_DISPATCH 0
-#define INTRUS_CLONES
+#endif
+#if defined(__clang__)
+/* Clang contracts a * b + c within an expression by default (-ffp-contract=on); GCC in
+ * ISO C mode does not. Off, so that a variant compiled with FMA computes what the
+ * portable one does. */
+#pragma STDC FP_CONTRACT OFF
 #endif
 #if INTRUS_X86_DISPATCH
-/* For a file's own AVX-512 variant (the packed and small product kernels, gelu). */
+/* For a file's own variants: level 2 and level 1 of intrus_x86_level(). The AVX2 ones
+ * must use no AVX-512 instruction: valgrind's CPU, for one, has AVX2 and FMA only. */
 #define INTRUS_AVX512 __attribute__((target("avx512f,fma")))
+#define INTRUS_AVX2 __attribute__((target("avx2,fma")))
 #endif
+
+/* INTRUS_ISA_VARIANTS(LINK, RET, NAME, PARAMS, ARGS) defines the function
+ * `LINK RET NAME PARAMS` (LINK: static, or empty for an external one) that runs
+ * NAME##_body ARGS, a ROW_INLINE function the file defines first, compiled as
+ * NAME##_avx512, NAME##_avx2 and NAME##_generic, and picked on each call by
+ * intrus_x86_level() (one relaxed atomic load). ARGS names PARAMS' parameters in
+ * parentheses. INTRUS_ISA_VARIANTS_VOID(LINK, NAME, PARAMS, ARGS) is the same for a
+ * function returning nothing. Without INTRUS_X86_DISPATCH, NAME runs the body
+ * directly. */
+#if INTRUS_X86_DISPATCH
+#define INTRUS_ISA_VARIANTS_(LINK, RET, RETURN, NAME, PARAMS, ARGS)   \
+  INTRUS_AVX512 static RET NAME##_avx512 PARAMS { RETURN NAME##_body ARGS; } \
+  INTRUS_AVX2 static RET NAME##_avx2 PARAMS { RETURN NAME##_body ARGS; }     \
+  static RET NAME##_generic PARAMS { RETURN NAME##_body ARGS; }              \
+  LINK RET NAME PARAMS {                                                     \
+    const int isa_level_ = intrus_x86_level();                               \
+    if (isa_level_ >= 2) {                                                   \
+      RETURN NAME##_avx512 ARGS;                                             \
+    } else if (isa_level_ == 1) {                                            \
+      RETURN NAME##_avx2 ARGS;                                               \
+    } else {                                                                 \
+      RETURN NAME##_generic ARGS;                                            \
+    }                                                                        \
+  }
+#else
+#define INTRUS_ISA_VARIANTS_(LINK, RET, RETURN, NAME, PARAMS, ARGS) \
+  LINK RET NAME PARAMS { RETURN NAME##_body ARGS; }
+#endif
+#define INTRUS_ISA_VARIANTS(LINK, RET, NAME, PARAMS, ARGS) \
+  INTRUS_ISA_VARIANTS_(LINK, RET, return, NAME, PARAMS, ARGS)
+#define INTRUS_ISA_VARIANTS_VOID(LINK, NAME, PARAMS, ARGS) \
+  INTRUS_ISA_VARIANTS_(LINK, void, , NAME, PARAMS, ARGS)
 
 /* Column sums over many rows (bias and layer-norm gain gradients) run in fixed chunks
  * of INTRUS_REDUCE_ROWS rows, each chunk into its own row of double partials, then
@@ -150,16 +198,17 @@ bool intrus_gemm_run_alone(int nt, double macs);
 
 /* Computes a product small enough that sgemm's cost per call would dominate it
  * (core/tensor/gemm_small.c), on the calling thread; false (nothing done) when it is not that
- * small or the CPU lacks AVX-512. */
+ * small, or intrus_x86_level() is 0 (no AVX2 and FMA, or INTRUS_ISA=generic). */
 bool intrus_gemm_small(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
                        int ldc);
 
-/* The kernels picked at run time (the packed and small products, gelu): 2 AVX-512F and
- * FMA, 1 AVX2 and FMA, 0 the portable C (also without dispatch). The CPU's widest,
- * unless the environment's INTRUS_ISA (generic, avx2, avx512) asks for a narrower one,
- * so that any machine can run and test the narrower kernels; an unknown or unsupported
- * value is named in one warning on stderr. (The INTRUS_CLONES loops follow the CPU.) */
+/* The kernels picked at run time (the packed and small products, gelu, and every
+ * INTRUS_ISA_VARIANTS loop): 2 AVX-512F and FMA, 1 AVX2 and FMA, 0 the portable C (also
+ * without dispatch; the products then go to OpenBLAS). The CPU's widest, unless the
+ * environment's INTRUS_ISA (generic, avx2, avx512) asks for a narrower one, so that any
+ * machine can run and test the narrower kernels; an unknown or unsupported value is
+ * named in one warning on stderr. */
 int intrus_x86_level(void);
 /* The level the CPU supports, whatever INTRUS_ISA says. */
 int intrus_x86_cpu_level(void);
@@ -236,7 +285,7 @@ static inline float intrus_sel(int c, float a, float b) {
   return r.f;
 }
 
-/* The row loops below vectorise only if these are inlined into the ISA-specific clones
+/* The row loops below vectorise only if these are inlined into the ISA-specific variants
  * of their callers, which GCC does not do for every plain inline function. */
 #if defined(__GNUC__)
 #define ROW_INLINE static inline __attribute__((always_inline))

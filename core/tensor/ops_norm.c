@@ -65,8 +65,9 @@ void intrus_embedding_backward(intrus_ctx *ctx, intrus_tensor *out) {
 /* Row sums in double over LANES interleaved partial sums (element j into lane j %
  * LANES, a tail past the last whole group summed apart), combined in a fixed order.
  * One running sum is one dependent add per element: layer norm was latency-bound on
- * it (5% of insertion decoding in perf). Cloned per instruction set, so the lanes are
- * one vector register. */
+ * it (5% of insertion decoding in perf). Compiled per instruction set
+ * (INTRUS_ISA_VARIANTS), so the lanes are one or two vector registers; the order of
+ * the sums is the same at every level. */
 #define LANES 8
 
 static inline double lanes_total(const double *a, double tail) {
@@ -74,9 +75,9 @@ static inline double lanes_total(const double *a, double tail) {
 }
 
 /* One row: y = (x - mean) * rstd * g + b. */
-INTRUS_CLONES static void ln_row(const float *restrict x, float *restrict y,
-                                 const float *restrict g, const float *restrict b, int d,
-                                 float eps, float *mean, float *rstd) {
+ROW_INLINE void ln_row_body(const float *restrict x, float *restrict y,
+                            const float *restrict g, const float *restrict b, int d, float eps,
+                            float *mean, float *rstd) {
   const int dl = d - d % LANES;
   double acc[LANES] = {0}, tail = 0.0;
   for (int j = 0; j < dl; j += LANES)
@@ -98,12 +99,16 @@ INTRUS_CLONES static void ln_row(const float *restrict x, float *restrict y,
   OMP_SIMD
   for (int j = 0; j < d; j++) y[j] = (x[j] - m) * rs * g[j] + b[j];
 }
+INTRUS_ISA_VARIANTS_VOID(static, ln_row,
+                         (const float *restrict x, float *restrict y, const float *restrict g,
+                          const float *restrict b, int d, float eps, float *mean, float *rstd),
+                         (x, y, g, b, d, eps, mean, rstd))
 
 /* One row of dx += rstd * (gy - mean_j(gy) - xh * mean_j(gy * xh)), with
  * xh = (x - mean) * rstd and gy = dy * gain. */
-INTRUS_CLONES static void ln_row_backward(const float *restrict x, const float *restrict dy,
-                                          const float *restrict g, int d, float m, float rs,
-                                          float *restrict dx) {
+ROW_INLINE void ln_row_backward_body(const float *restrict x, const float *restrict dy,
+                                     const float *restrict g, int d, float m, float rs,
+                                     float *restrict dx) {
   const int dl = d - d % LANES;
   double sg[LANES] = {0}, sgx[LANES] = {0}, sg_tail = 0.0, sgx_tail = 0.0;
   for (int j = 0; j < dl; j += LANES)
@@ -125,6 +130,11 @@ INTRUS_CLONES static void ln_row_backward(const float *restrict x, const float *
     dx[j] += rs * (gy - mg - xh * mgx);
   }
 }
+INTRUS_ISA_VARIANTS_VOID(static, ln_row_backward,
+                         (const float *restrict x, const float *restrict dy,
+                          const float *restrict g, int d, float m, float rs,
+                          float *restrict dx),
+                         (x, dy, g, d, m, rs, dx))
 
 /* x: [..., d] viewed as [R, d]; gain, bias: [d]. y = (x - mean) * rstd * gain + bias
  * with the biased variance, as torch.nn.LayerNorm. aux: mean [R], aux2: rstd [R]. */

@@ -41,7 +41,7 @@ static float row_logsumexp(const float *x, const uint8_t *mask, int C) {
  * vectorised kernels (libm's expf per element was ~4% of a training step of
  * bench_train (a)). */
 
-INTRUS_CLONES float intrus_row_sumexp(const float *x, int C, float *max) {
+ROW_INLINE float intrus_row_sumexp_body(const float *x, int C, float *max) {
   float mx = x[0];
   SIMD_MAX(mx)
   for (int j = 1; j < C; j++) mx = x[j] > mx ? x[j] : mx;
@@ -52,6 +52,8 @@ INTRUS_CLONES float intrus_row_sumexp(const float *x, int C, float *max) {
   for (int j = 0; j < C; j++) s += intrus_exp_nonpos(x[j] - mx);
   return s;
 }
+INTRUS_ISA_VARIANTS(, float, intrus_row_sumexp, (const float *x, int C, float *max),
+                    (x, C, max))
 
 /* log sum_j exp(x[j]) of a whole row in float; -INFINITY if every entry is. */
 static float row_logsumexp_dense(const float *x, int C) {
@@ -60,16 +62,20 @@ static float row_logsumexp_dense(const float *x, int C) {
   return mx == -INFINITY ? -INFINITY : mx + logf(s);
 }
 
-INTRUS_CLONES void intrus_row_add_softmax(float *restrict dx, const float *restrict x, int C,
-                                          float lse, float g, float uni) {
+ROW_INLINE void intrus_row_add_softmax_body(float *restrict dx, const float *restrict x, int C,
+                                            float lse, float g, float uni) {
   OMP_SIMD
   for (int j = 0; j < C; j++) dx[j] += g * (intrus_exp_nonpos(x[j] - lse) - uni);
 }
+INTRUS_ISA_VARIANTS_VOID(, intrus_row_add_softmax,
+                         (float *restrict dx, const float *restrict x, int C, float lse,
+                          float g, float uni),
+                         (dx, x, C, lse, g, uni))
 
 /* y[j] = x[j] - lse (log) or exp(x[j] - lse) over an unmasked row: search's
  * vocabulary-wide log-softmax of every hypothesis goes through here. */
-INTRUS_CLONES static void row_softmax_out(float *restrict y, const float *restrict x, int C,
-                                          float lse, bool log_out) {
+ROW_INLINE void row_softmax_out_body(float *restrict y, const float *restrict x, int C,
+                                     float lse, bool log_out) {
   if (log_out) {
     OMP_SIMD
     for (int j = 0; j < C; j++) y[j] = x[j] - lse;
@@ -78,6 +84,10 @@ INTRUS_CLONES static void row_softmax_out(float *restrict y, const float *restri
     for (int j = 0; j < C; j++) y[j] = intrus_exp_nonpos(x[j] - lse);
   }
 }
+INTRUS_ISA_VARIANTS_VOID(static, row_softmax_out,
+                         (float *restrict y, const float *restrict x, int C, float lse,
+                          bool log_out),
+                         (y, x, C, lse, log_out))
 
 static int last_dim(const intrus_tensor *x, const char *op) {
   INTRUS_CHECK(x->ndim >= 1, "%s: tensor of %d dims", op, x->ndim);
@@ -318,7 +328,7 @@ void intrus_logsumexp_masked_backward(intrus_ctx *ctx, intrus_tensor *out) {
 
 /* n rows of V logits in place: subtract each row's log-sum-exp (a row of -inf stays
  * -inf). */
-INTRUS_CLONES static void rows_log_normalise(float *x, int n, int V) {
+ROW_INLINE void rows_log_normalise_body(float *x, int n, int V) {
   for (int r = 0; r < n; r++) {
     float *row = x + (size_t)r * V;
     const float lse = row_logsumexp_dense(row, V);
@@ -327,6 +337,7 @@ INTRUS_CLONES static void rows_log_normalise(float *x, int n, int V) {
     for (int j = 0; j < V; j++) row[j] -= shift;
   }
 }
+INTRUS_ISA_VARIANTS_VOID(static, rows_log_normalise, (float *x, int n, int V), (x, n, V))
 
 void intrus_linear_log_softmax(int R, const float *x, int ldx, const struct intrus_packed *w,
                                float *out) {

@@ -12,8 +12,9 @@ extern "C" {
 
 /* C[M,N] = alpha * op(A) op(B) + beta * C, row-major; op(X) = X or X^T.
  * lda/ldb/ldc are row strides of A, B, C as stored. Products of at most 2^17
- * multiply-adds (attention's per-state pieces) run on intrus's own AVX-512 kernel where
- * the CPU has one, larger ones on OpenBLAS. */
+ * multiply-adds (attention's per-state pieces) run on intrus's own AVX-512 or AVX2 + FMA
+ * kernel where the CPU has one (and INTRUS_ISA does not ask for generic), larger ones
+ * on OpenBLAS. */
 void intrus_gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
                  const float *A, int lda, const float *B, int ldb, float beta,
                  float *C, int ldc);
@@ -29,16 +30,17 @@ void intrus_gemm_batched(int count, bool trans_a, bool trans_b, int M, int N, in
                          int ldc, long stride_c);
 
 /* A right-hand matrix packed once for many products with it (a model's weights while a
- * search runs): B [K, N] with row stride ldb, or [N, K] when trans_b. With AVX-512 the
- * packed copy is multiplied by intrus's own kernel (no per-call packing); without it, or
- * after intrus_blas_set_packed(false), products go to intrus_gemm with B itself. B must
- * stay unchanged and alive until intrus_packed_free. */
+ * search runs): B [K, N] with row stride ldb, or [N, K] when trans_b. With AVX-512 or
+ * AVX2 + FMA the packed copy is multiplied by intrus's own kernel (no per-call packing);
+ * without them (or INTRUS_ISA=generic), or after intrus_blas_set_packed(false), products
+ * go to intrus_gemm with B itself. B must stay unchanged and alive until
+ * intrus_packed_free. */
 struct intrus_packed;
 struct intrus_packed *intrus_pack(int K, int N, const float *B, int ldb, bool trans_b);
 void intrus_packed_free(struct intrus_packed *p);
 /* Makes later products C = A op(B) + bias (bias [N], copied; NULL: none). */
 void intrus_packed_set_bias(struct intrus_packed *p, const float *bias);
-/* Whether products with p run intrus's kernel (false: they go to intrus_gemm). */
+/* Whether products with p run intrus's kernel now (false: they go to intrus_gemm). */
 bool intrus_packed_uses_kernel(const struct intrus_packed *p);
 int intrus_packed_k(const struct intrus_packed *p);
 int intrus_packed_n(const struct intrus_packed *p);
