@@ -7,8 +7,10 @@
  *  - attention: the fused packed op (intrus_attention), forward and backward, against
  *    the composition of ops the padded Transformer layers used before it, at the
  *    shapes of bench_train. For information; no target.
- * `bench_core matmul`, `bench_core bandwidth` or `bench_core attention` runs one part
- * only. */
+ *  - kernels: the hand-written small-product and packed-product kernels against
+ *    OpenBLAS at each ISA level the CPU runs (INTRUS_ISA's levels), same shapes, same run.
+ * `bench_core matmul`, `bench_core bandwidth`, `bench_core attention` or `bench_core
+ * kernels` runs one part only. */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -264,6 +266,63 @@ static void bench_attention(intrus_ctx *ctx) {
 }
 
 /* With an argument "matmul", "bandwidth" or "attention", runs only that part. */
+/* The hand-written kernels against OpenBLAS at each ISA level this CPU runs, side by
+ * side: small products (attention's per-state pieces: scores Q K^T and weights x V)
+ * through intrus_gemm with the small kernel on and off, and products with a packed
+ * right-hand matrix (search's steps: a few rows against the token layer or a linear)
+ * against intrus_gemm on the plain matrix. Level 0 (generic) is OpenBLAS on both sides. */
+static void bench_kernels(void) {
+  static const struct { const char *what; int M, N, K; bool tb; } small[] = {
+      {"scores 12x12x64 (B^T)", 12, 12, 64, true},
+      {"weights x V 12x64x12", 12, 64, 12, false},
+      {"scores 20x40x64 (B^T)", 20, 40, 64, true},
+      {"cross 24x64x20", 24, 64, 20, false}};
+  static const struct { const char *what; int M, N, K; } packed[] = {
+      {"search 16 rows x 8000 x 256", 16, 8000, 256},
+      {"search 4 rows x 1024 x 256", 4, 1024, 256},
+      {"search 48 rows x 512 x 128", 48, 512, 128}};
+  const int cpu = intrus_x86_cpu_level();
+  printf("\nkernels against OpenBLAS, per ISA level (best of >= 5 runs / 0.2 s)\n");
+  printf("level    product                        kernel us   OpenBLAS us   OpenBLAS/kernel\n");
+  for (int level = cpu; level >= 1; level--) {
+    intrus_x86_level_set(level);
+    for (size_t i = 0; i < sizeof small / sizeof *small; i++) {
+      const int M = small[i].M, N = small[i].N, K = small[i].K;
+      float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
+      float *C = malloc(sizeof(float) * M * N);
+      fill(A, (size_t)M * K, 1);
+      fill(B, (size_t)K * N, 2);
+      const int ldb = small[i].tb ? K : N;
+      double tk, tb;
+      enum { REPS = 200 };
+      intrus_blas_set_small(true);
+      TIME_BEST(tk, 0.2, for (int r = 0; r < REPS; r++) intrus_gemm(false, small[i].tb, M, N, K, 1.0f, A, K, B, ldb, 0.0f, C, N));
+      intrus_blas_set_small(false);
+      TIME_BEST(tb, 0.2, for (int r = 0; r < REPS; r++) intrus_gemm(false, small[i].tb, M, N, K, 1.0f, A, K, B, ldb, 0.0f, C, N));
+      intrus_blas_set_small(true);
+      printf("%-8s small %-24s %9.3f   %11.3f   %6.2fx\n", intrus_x86_level_name(level),
+             small[i].what, 1e6 * tk / REPS, 1e6 * tb / REPS, tb / tk);
+      free(A), free(B), free(C);
+    }
+    for (size_t i = 0; i < sizeof packed / sizeof *packed; i++) {
+      const int M = packed[i].M, N = packed[i].N, K = packed[i].K;
+      float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N);
+      float *C = malloc(sizeof(float) * M * N);
+      fill(A, (size_t)M * K, 3);
+      fill(B, (size_t)K * N, 4);
+      struct intrus_packed *pk = intrus_pack(K, N, B, N, false);
+      double tk, tb;
+      TIME_BEST(tk, 0.2, intrus_gemm_packed(M, A, K, pk, C, N));
+      TIME_BEST(tb, 0.2, intrus_gemm(false, false, M, N, K, 1.0f, A, K, B, N, 0.0f, C, N));
+      printf("%-8s packed %-23s %9.1f   %11.1f   %6.2fx\n", intrus_x86_level_name(level),
+             packed[i].what, 1e6 * tk, 1e6 * tb, tb / tk);
+      intrus_packed_free(pk);
+      free(A), free(B), free(C);
+    }
+  }
+  intrus_x86_level_set(-1);
+}
+
 int main(int argc, char **argv) {
   intrus_malloc_keep_pages(); /* as the intrus CLI does */
   const char *only = argc > 1 ? argv[1] : "";
@@ -276,6 +335,7 @@ int main(int argc, char **argv) {
   if (!*only || strcmp(only, "matmul") == 0) below += bench_matmul(ctx);
   if (!*only || strcmp(only, "bandwidth") == 0) below += bench_bandwidth(ctx);
   if (!*only || strcmp(only, "attention") == 0) bench_attention(ctx);
+  if (!*only || strcmp(only, "kernels") == 0) bench_kernels();
   intrus_ctx_destroy(ctx);
   printf("\n%d measurement(s) below target\n", below);
   return 0;
