@@ -1,7 +1,8 @@
 /* The hand-written kernels under every ISA this CPU runs (AVX-512, AVX2, the portable
  * C), forced with intrus_x86_level_set as INTRUS_ISA forces them for a process. Each
  * kernel below runs at every level with 2 and with 1 thread(s); the two must agree bit
- * for bit, and each level is compared with the generic level (0) to a stated tolerance,
+ * for bit wherever our own code computes it (not where a product goes to OpenBLAS,
+ * whose bits may follow the split: struct kernel's own_from), and each level is compared with the generic level (0) to a stated tolerance,
  * or bit for bit where the arithmetic is the same at every level. The largest
  * difference per kernel and level is printed.
  *  - gelu forward and backward and erf (FMAs at levels 1 and 2);
@@ -349,6 +350,11 @@ struct kernel {
   double tol;        /* largest difference from level 0; < 0: none (bit for bit) */
   bool simd_same;    /* levels 1 and 2 must agree bit for bit */
   const double *mag; /* per element scale of the difference; NULL: max(1, |level 0's|) */
+  /* The lowest level at which our own code computes every product of the kernel: below
+   * it some go to OpenBLAS, whose bits may depend on how intrus splits a product across
+   * threads (core/tensor/blas.c; seen under valgrind's AVX2-only CPU, where OpenBLAS
+   * takes its Haswell kernels), so the thread check starts there. */
+  int own_from;
 };
 
 /* Largest |a - b| / scale; NaN against anything but NaN counts as infinite. */
@@ -378,8 +384,9 @@ static void compare_levels(const struct kernel *k, int cpu) {
     set_threads(1);
     k->run(o1);
     set_threads(2);
-    EXPECT(same_bits(o1, o2, k->n), "%s %s: 1 and 2 threads differ (by %.3g)", isa, k->name,
-           max_diff(o1, o2, k->n, k->mag));
+    if (level >= k->own_from)
+      EXPECT(same_bits(o1, o2, k->n), "%s %s: 1 and 2 threads differ (by %.3g)", isa, k->name,
+             max_diff(o1, o2, k->n, k->mag));
     if (level == 0) {
       memcpy(ref, o2, k->n * sizeof *ref);
       continue;
@@ -524,17 +531,17 @@ int main(void) {
    * (the bound is K ulps; random signs give far less). Softmax rows: float sums of up
    * to 8,000 exponentials in 4, 8 or 16 lanes. */
   const struct kernel kernels[] = {
-      {"gelu, erf, gelu backward", run_gelu, 3 * N_ACT, 1e-5, false, NULL},
-      {"small product", run_small, gemm_out, 1e-5, true, small_mag},
-      {"small product, long K", run_long, long_out, 1e-5, false, long_mag},
-      {"packed product", run_packed, packed_out, 1e-5, true, packed_mag},
-      {"row_sumexp", run_sumexp, 2 * N_ROWS, 1e-5, false, NULL},
-      {"row_add_softmax", run_add_softmax, row_total, -1, true, NULL},
-      {"softmax, log_softmax", run_softmax_ops, 2 * SM_R * SM_C, 1e-5, false, NULL},
-      {"linear_log_softmax", run_linear_log_softmax, LS_R * LS_V, 1e-5, false, NULL},
-      {"layer norm fwd+bwd", run_layer_norm, LN_OUT, -1, true, NULL},
-      {"attention fwd+bwd", run_attention, AT_OUT, 1e-5, false, NULL},
-      {"dropout fwd+bwd", run_dropout, 2 * DR_N, -1, true, NULL},
+      {"gelu, erf, gelu backward", run_gelu, 3 * N_ACT, 1e-5, false, NULL, 0},
+      {"small product", run_small, gemm_out, 1e-5, true, small_mag, 1},
+      {"small product, long K", run_long, long_out, 1e-5, false, long_mag, 2},
+      {"packed product", run_packed, packed_out, 1e-5, true, packed_mag, 1},
+      {"row_sumexp", run_sumexp, 2 * N_ROWS, 1e-5, false, NULL, 0},
+      {"row_add_softmax", run_add_softmax, row_total, -1, true, NULL, 0},
+      {"softmax, log_softmax", run_softmax_ops, 2 * SM_R * SM_C, 1e-5, false, NULL, 0},
+      {"linear_log_softmax", run_linear_log_softmax, LS_R * LS_V, 1e-5, false, NULL, 1},
+      {"layer norm fwd+bwd", run_layer_norm, LN_OUT, -1, true, NULL, 0},
+      {"attention fwd+bwd", run_attention, AT_OUT, 1e-5, false, NULL, 1},
+      {"dropout fwd+bwd", run_dropout, 2 * DR_N, -1, true, NULL, 0},
   };
   for (size_t i = 0; i < sizeof kernels / sizeof kernels[0]; i++) compare_levels(&kernels[i], cpu);
 
