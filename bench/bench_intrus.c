@@ -69,7 +69,8 @@ struct measured {
 /* Times `steps` training steps (after two warm-up steps). order: NULL = the baseline.
  * piece > 0: each step in micro-batches of `piece` sentences, each piece's loss weighted
  * by its share of the states and backpropagated before the next (as the trainer's
- * micro_batch_tokens does). keep_grad: copy the first step's gradients into r.grad. */
+ * micro_batch_tokens does). keep_grad: copy the first step's gradients into r.grad (that
+ * step, untimed, runs without dropout). */
 static struct measured train_steps(struct intrus_model *m, const struct ins_train_spec *order,
                                    const struct intrus_src_batch *sb,
                                    const struct intrus_tgt_batch *tb, int steps, int piece,
@@ -77,7 +78,6 @@ static struct measured train_steps(struct intrus_model *m, const struct ins_trai
   struct intrus_params *p = intrus_model_params(m);
   struct intrus_adam adam = intrus_adam_defaults();
   intrus_ctx *ctx = intrus_ctx_create(0), *scratch = intrus_ctx_create(0);
-  intrus_ctx_set_training(ctx, true);
   struct intrus_train_opts o = {.direction = 1, .label_smoothing = 0.1f};
   struct intrus_error err = {0};
   double t_total = 0, flops = 0;
@@ -101,6 +101,8 @@ static struct measured train_steps(struct intrus_model *m, const struct ins_trai
       t1.lens += b0;
       intrus_ctx_reset(ctx);
       intrus_ctx_set_seed(ctx, 1, (uint64_t)step);
+      /* The compared step runs without dropout: pieces draw other masks than the whole. */
+      intrus_ctx_set_training(ctx, !(keep_grad && step == 0));
       enum intrus_status st =
           order ? ins_train_loss_at(m, ctx, scratch, &s1, &t1, b0, order, (uint64_t)step, &out,
                                     &err)
@@ -219,8 +221,8 @@ static void bench_micro(struct intrus_plugin_search *s, int steps, int piece_tok
   printf("    micro_batch_tokens %4d %7.3f ms/target token  arena %6.0f MB (+ scoring %4.0f MB)"
          "  time ratio %.2fx\n", piece * L, 1e3 * parts.s_per_token, parts.arena / 1e6,
          parts.scratch / 1e6, parts.s_per_token / whole.s_per_token);
-  printf("    first step's gradients: largest difference %.2e (largest gradient %.2e)\n", worst,
-         scale);
+  printf("    first step's gradients (no dropout): largest difference %.2e (largest gradient "
+         "%.2e)\n", worst, scale);
   free(whole.grad);
   free(parts.grad);
   uni.order->destroy(uni.order_self);
