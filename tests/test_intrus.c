@@ -171,6 +171,33 @@ static void test_restart_and_plateau(const char *cfg) {
          res.steps_done);
   free(text);
   free(t2);
+  /* A finished one-phase run extended by a phase with restart_optimizer trains as a run
+   * that had both phases from the start: the restart applies when the added phase
+   * begins on resume. */
+  static const char *const a = "{ name = \"a\"; order = { plugin = \"uniform\"; }; "
+                               "loss = \"uniform\"; steps = 60; }";
+  static const char *const b = "{ name = \"b\"; order = { plugin = \"sampled\"; }; "
+                               "steps = 40; restart_optimizer = true; }";
+  char list[512];
+  snprintf(list, sizeof list, "phases = (%s, %s);", a, b);
+  char *both = with_phases(cfg, list);
+  snprintf(list, sizeof list, "phases = (%s);", a);
+  char *first = with_phases(cfg, list);
+  struct test_losses whole = {0}, ext = {0};
+  st = test_train_text(both, "restart-whole", 0, &whole, &res, &err);
+  EXPECT(st == INTRUS_OK, "%s", err.msg);
+  st = test_train_text(first, "restart-ext", 0, &ext, &res, &err);
+  EXPECT(st == INTRUS_OK && res.steps_done == 60, "%s (%ld steps)", err.msg, res.steps_done);
+  st = test_train_text(both, "restart-ext", 0, &ext, &res, &err);
+  EXPECT(st == INTRUS_OK && ext.last == 100, "%s (ended at %ld)", err.msg, ext.last);
+  int diff = 0;
+  for (int k = 100; k >= 1; k--)
+    if (whole.loss[k] != ext.loss[k]) diff = k;
+  EXPECT(diff == 0, "a run extended by a restarting phase logs other losses than one "
+         "trained with both phases (from step %d: %.7f vs %.7f)", diff, whole.loss[diff],
+         ext.loss[diff]);
+  free(both);
+  free(first);
 }
 
 /* Exhaustive search over every string of up to 3 tokens (8 real tokens: 585 strings),

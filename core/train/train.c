@@ -368,6 +368,13 @@ static enum intrus_status trainer_resume(struct trainer *t, struct intrus_error 
     t->ps.sched_start = (long)rs.sched_start;
     t->ps.stale = (long)rs.phase_stale;
     t->ps.best = rs.phase_best;
+    /* A run extended by a phase after its last one ended begins that phase now: the
+     * transition that applies restart_optimizer ran when the phase did not exist yet. */
+    if (t->ps.cur < t->ph.count && t->ps.start == t->step && t->ps.sched_start != t->step &&
+        t->ph.phase[t->ps.cur].restart_optimizer) {
+      intrus_params_zero_moments(t->params);
+      t->ps.sched_start = t->step;
+    }
   }
   t->res->resumed_from = t->step;
   if (t->opt->progress)
