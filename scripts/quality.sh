@@ -4,7 +4,7 @@
 # setting by validation BLEU (500 valid sentences, beam 1) against step and training
 # time. The sampled-* runs continue from a copy of their pretraining run (the same
 # first 1500 steps), so every variant is compared from one starting point.
-#   scripts/quality.sh            (about 50 minutes on 2 cores; resumable)
+#   scripts/quality.sh            (about an hour on 2 cores; resumable)
 # Run from the top of a built tree. Results: runs/quality/<name>/train.log, a table on
 # stdout and runs/quality/curves.png.
 set -eu
@@ -29,6 +29,7 @@ train() { # NAME [FROM]: trains experiments/quality/NAME.cfg, first copying run 
 train pretrain
 train sampled-all pretrain
 train sampled-some pretrain
+train sampled-restart pretrain
 train pretrain-ls
 train ls-sampled-some pretrain-ls
 train pretrain-tie
@@ -37,11 +38,12 @@ train pretrain-some
 
 printf '%-16s %s\n' run 'step: valid BLEU (training seconds)'
 for r in pretrain pretrain-ls pretrain-tie pretrain-tie-ls pretrain-some sampled-all \
-         sampled-some ls-sampled-some; do
+         sampled-some sampled-restart ls-sampled-some; do
   printf '%-16s %s\n' "$r" "$(awk -F '\t' 'NR > 1 && $6 != "" { printf "%s: %s (%s s)  ", $1, $6, $7 }' "$out/$r/train.log")"
 done
-"$intrus" plot "$out/sampled-some" "$out/sampled-all" "$out/ls-sampled-some" \
-  "$out/pretrain-tie" "$out/pretrain-tie-ls" "$out/pretrain-some" --x time \
+"$intrus" plot "$out/sampled-restart" "$out/sampled-some" "$out/sampled-all" \
+  "$out/ls-sampled-some" "$out/pretrain-tie" "$out/pretrain-tie-ls" "$out/pretrain-some" \
+  --x time --label "1500 uniform, then 400 sampled (4 states), Adam restarted" \
   --label "1500 uniform (one state), then 400 sampled (4 states)" \
   --label "1500 uniform (one state), then 100 sampled (every state)" \
   --label "label smoothing 0.1: 1500 uniform, then 100 sampled (4 states)" \
