@@ -32,6 +32,8 @@
 
 #if INTRUS_X86_DISPATCH
 #include <immintrin.h>
+
+#include "avx2_part.h"
 #endif
 
 #define NR 64 /* columns per panel: four 16-float vectors */
@@ -162,24 +164,6 @@ static INTRUS_AVX512 void panels_avx512(int M, const float *A, int lda,
       }
     }
   }
-}
-
-/* Stores the first n (0 .. 8) lanes of y to p, nothing past them (AMD leaves faults on
- * the masked-off lanes of AVX's masked stores to the implementation). */
-static inline __attribute__((always_inline)) INTRUS_AVX2 void store_part(float *p, __m256 y,
-                                                                          int n) {
-  __m128 x = _mm256_castps256_ps128(y);
-  if (n >= 4) {
-    _mm_storeu_ps(p, x);
-    x = _mm256_extractf128_ps(y, 1);
-    p += 4, n -= 4;
-  }
-  if (n >= 2) {
-    _mm_storel_pi((__m64 *)p, x);
-    x = _mm_movehl_ps(x, x);
-    p += 2, n -= 2;
-  }
-  if (n >= 1) _mm_store_ss(p, x);
 }
 
 /* C[mr, nc] = bias + A[mr, K] panel[K, 0 .. 16) for one quarter of a panel (panel and

@@ -31,6 +31,8 @@
 
 #if INTRUS_X86_DISPATCH
 #include <immintrin.h>
+
+#include "avx2_part.h"
 #endif
 
 /* Largest product (multiply-adds) taken here, and largest B^T (floats) to transpose on
@@ -169,43 +171,6 @@ static INTRUS_AVX512 void small_avx512(bool ta, int M, int N, int K, float alpha
 /* ---- AVX2 + FMA ------------------------------------------------------------------ */
 
 #define MR2 6 /* rows per AVX2 tile */
-
-/* The first n (0 .. 4) floats at p, zero past them, read without touching p[n ..]. */
-static inline __attribute__((always_inline)) INTRUS_AVX2 __m128 load4_part(const float *p,
-                                                                            int n) {
-  const __m128 z = _mm_setzero_ps();
-  switch (n) {
-  case 4: return _mm_loadu_ps(p);
-  case 3: return _mm_movelh_ps(_mm_loadl_pi(z, (const __m64 *)p), _mm_load_ss(p + 2));
-  case 2: return _mm_loadl_pi(z, (const __m64 *)p);
-  case 1: return _mm_load_ss(p);
-  default: return z;
-  }
-}
-
-/* The first n (0 .. 8) floats at p, zero past them, read without touching p[n ..]. */
-static inline __attribute__((always_inline)) INTRUS_AVX2 __m256 load_part(const float *p,
-                                                                           int n) {
-  return n >= 4 ? _mm256_set_m128(load4_part(p + 4, n - 4), _mm_loadu_ps(p))
-                : _mm256_castps128_ps256(load4_part(p, n));
-}
-
-/* Stores the first n (0 .. 8) lanes of y to p, nothing past them. */
-static inline __attribute__((always_inline)) INTRUS_AVX2 void store_part(float *p, __m256 y,
-                                                                          int n) {
-  __m128 x = _mm256_castps256_ps128(y);
-  if (n >= 4) {
-    _mm_storeu_ps(p, x);
-    x = _mm256_extractf128_ps(y, 1);
-    p += 4, n -= 4;
-  }
-  if (n >= 2) {
-    _mm_storel_pi((__m64 *)p, x);
-    x = _mm_movehl_ps(x, x);
-    p += 2, n -= 2;
-  }
-  if (n >= 1) _mm_store_ss(p, x);
-}
 
 /* C[0 .. mr, 0 .. nc) with mr <= 6, 8 (nv - 1) < nc <= 8 nv, nv <= 2. Columns 0 .. 8 of
  * row k of B are at B + k ldb (read when nv = 2), those of the last vector at L + k ldl
