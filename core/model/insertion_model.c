@@ -191,14 +191,15 @@ enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intru
   return ins_train_loss_at(m, ctx, scratch, src, tgt, 0, spec, seed, out, err);
 }
 
+/* States trained on for a target of n tokens: all n + 1, or per_sentence of them. */
+static int states_of(const struct ins_train_spec *spec, int n) {
+  const int want = spec->all_states || spec->per_sentence < 1 ? n + 1 : spec->per_sentence;
+  return want < n + 1 ? want : n + 1;
+}
+
 long ins_train_states(const struct ins_train_spec *spec, const int *lens, int count) {
   long states = 0;
-  for (int b = 0; b < count; b++) {
-    const int n = lens[b];
-    states += spec->all_states || spec->per_sentence < 1 || spec->per_sentence > n + 1
-                  ? n + 1
-                  : spec->per_sentence;
-  }
+  for (int b = 0; b < count; b++) states += states_of(spec, lens[b]);
   return states;
 }
 
@@ -238,8 +239,7 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
   int *pick0 = intrus_ctx_alloc(ctx, (size_t)(B + 1) * sizeof *pick0);
   long total_picks = 0;
   for (int b = 0; b < B; b++) {
-    int n = tgt->lens[b], want = spec->all_states || spec->per_sentence < 1 ? n + 1 : spec->per_sentence;
-    npick[b] = want < n + 1 ? want : n + 1;
+    npick[b] = states_of(spec, tgt->lens[b]);
     total_picks += npick[b];
   }
   int *picks = intrus_ctx_alloc(ctx, (size_t)(total_picks ? total_picks : 1) * sizeof *picks);

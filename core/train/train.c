@@ -436,7 +436,7 @@ static long loss_units(const struct trainer *t, const struct intrus_tgt_batch *t
   return n;
 }
 
-/* The loss of sentences b0..b1 of the step's batch on ctx's tape, scaled by `weight`. */
+/* The loss of sentences b0..b1 of the step's batch, recorded on t->ctx's tape. */
 static enum intrus_status piece_loss(struct trainer *t, const struct intrus_src_batch *sb,
                                      const struct intrus_tgt_batch *tb, int b0, int b1,
                                      struct intrus_loss_out *out, struct intrus_error *err) {
@@ -472,11 +472,12 @@ static enum intrus_status trainer_step(struct trainer *t, double *loss, struct i
   double sum = 0.0;
   intrus_params_zero_grad(t->params);
   for (int b0 = 0, piece = 0; b0 < tb.batch; piece++) {
-    int b1 = b0 + 1;
-    long n = tb.lens[b0];
-    while (t->tc.micro_tokens && b1 < tb.batch && n + tb.lens[b1] <= t->tc.micro_tokens)
-      n += tb.lens[b1++];
-    if (!t->tc.micro_tokens) b1 = tb.batch;
+    int b1 = tb.batch;
+    if (t->tc.micro_tokens) {
+      b1 = b0 + 1;
+      for (long n = tb.lens[b0]; b1 < tb.batch && n + tb.lens[b1] <= t->tc.micro_tokens; b1++)
+        n += tb.lens[b1];
+    }
     if (piece) intrus_ctx_reset(ctx);
     intrus_ctx_set_training(ctx, true);
     /* The first piece's dropout stream is the unsplit step's. */
