@@ -291,7 +291,8 @@ static inline void targets_random(struct targets *t, struct intrus_rng *r, const
 }
 
 static inline struct intrus_order_batch batch_of(const struct targets *t, uint64_t seed) {
-  return (struct intrus_order_batch){t->count, t->off, t->tok, seed, 0};
+  return (struct intrus_order_batch){.count = t->count, .off = t->off, .tok = t->tok,
+                                     .seed = seed};
 }
 
 static inline int max_len(const struct targets *t) {

@@ -168,7 +168,7 @@ static void test_fixed(void) {
     }
 
     /* An empty batch writes nothing. */
-    struct intrus_order_batch none = {0, t.off, t.tok, 1, 0};
+    struct intrus_order_batch none = {.count = 0, .off = t.off, .tok = t.tok, .seed = 1};
     steps[0] = (struct intrus_ins_step){-7, -7};
     EXPECT(intrus_order_fixed(&none, rev, steps, &err) == INTRUS_OK && steps[0].slot == -7,
            "%s on an empty batch", name);
@@ -176,7 +176,7 @@ static void test_fixed(void) {
     /* Sentence 1 ends before it starts. */
     int off[] = {0, 2, 1, 3};
     int32_t bad_tok[] = {4, 5, 6};
-    struct intrus_order_batch bad = {3, off, bad_tok, 1, 0};
+    struct intrus_order_batch bad = {.count = 3, .off = off, .tok = bad_tok, .seed = 1};
     struct intrus_error e2 = {0};
     enum intrus_status status = intrus_order_fixed(&bad, rev, steps, &e2);
     char want[64];

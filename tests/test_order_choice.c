@@ -6,7 +6,8 @@
  * large enough; the greedy driver (intrus_order_greedy and _relative) offers choose()
  * exactly the correct pairs with the model's scores, one model call per step, and
  * stops on scorer errors; a step split into several tokens() rounds chooses what one
- * round does. test_order checks validity, fixed orders, determinism and settings. */
+ * round does; a caller that reads only the first need[b] insertions gets the same
+ * prefixes as one that reads them all. test_order checks validity, fixed orders, determinism and settings. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -525,6 +526,99 @@ static void test_rounds(void) {
   }
 }
 
+/* ---- need: only a prefix of each trajectory --------------------------------------- */
+
+/* The trainer asks for a trajectory only up to its latest trained state: every policy
+ * must then write the same first need[b] insertions as without the limit (the greedy
+ * driver stops the sentence, argmax may fill more), and a negative need is refused. */
+static void test_need(void) {
+  static const char *const names[] = {"uniform", "sampled", "argmax"};
+  for (int pi = 0; pi < 3; pi++) {
+    struct policy p;
+    if (!policy_load(names[pi], &p)) continue;
+    for (int slots = 0; slots < 2; slots++) {
+      fake_slots = slots == 1;
+      void *self = policy_new(&p, pi == 2 ? "beam = 2;" : NULL);
+      if (!self) continue;
+      struct intrus_rng r;
+      intrus_rng_seed(&r, 11 + (uint64_t)pi);
+      long all_cut = 0, all_full = 0;
+      for (int trial = 0; trial < 20; trial++) {
+        struct targets t;
+        targets_random(&t, &r, MIXED_LENS, NMIXED, 3);
+        int need[NMIXED], full_states = 0, cut_states = 0;
+        for (int b = 0; b < t.count; b++) {
+          int n = t.off[b + 1] - t.off[b];
+          /* 0, n, beyond n, and in between */
+          need[b] = trial % 4 == 0 ? (b % 3 == 0 ? 0 : n + 2)
+                                   : (int)intrus_rng_below(&r, (uint64_t)n + 1);
+        }
+        struct intrus_ins_step full[64 * MAXN], cut[64 * MAXN];
+        for (int i = 0; i < t.off[t.count]; i++) cut[i] = (struct intrus_ins_step){-1, -1};
+        struct intrus_error err = {0};
+        struct fake f;
+        uint64_t seed = 0xabc0ULL + (uint64_t)trial;
+        enum intrus_status st = policy_run(&p, self, &t, seed, &f, full, &err);
+        for (int c = 0; c < f.positions_calls && c <= MAXN; c++) full_states += f.states_per_call[c];
+        struct intrus_order_batch batch = batch_of(&t, seed);
+        batch.need = need;
+        if (st == INTRUS_OK) {
+          fake_init(&f, t.off, t.tok, t.count);
+          struct intrus_ins_scorer sc = fake_scorer(&f);
+          st = p.vt->trajectories(self, &batch, p.vt->needs_model(self) ? &sc : NULL, cut,
+                                  &err);
+          for (int c = 0; c < f.positions_calls && c <= MAXN; c++)
+            cut_states += f.states_per_call[c];
+          fake_free(&f);
+        }
+        if (st != INTRUS_OK) {
+          EXPECT(0, "%s need trial %d: %s", names[pi], trial, err.msg);
+          continue;
+        }
+        int diff = -1;
+        for (int b = 0; b < t.count && diff < 0; b++)
+          for (int k = 0; k < need[b] && k < t.off[b + 1] - t.off[b]; k++)
+            if (cut[t.off[b] + k].slot != full[t.off[b] + k].slot ||
+                cut[t.off[b] + k].token != full[t.off[b] + k].token)
+              diff = b;
+        EXPECT(diff < 0, "%s (slot_logits %d) trial %d: sentence %d's prefix of %d steps "
+               "differs from the full trajectory's", names[pi], slots, trial, diff,
+               diff < 0 ? 0 : need[diff]);
+        /* The greedy driver does the less work: never more states scored. */
+        if (pi == 1) {
+          EXPECT(cut_states <= full_states, "sampled: %d states scored with need, %d without",
+                 cut_states, full_states);
+          all_cut += cut_states;
+          all_full += full_states;
+        }
+      }
+      if (pi == 1)
+        EXPECT(all_cut < all_full, "sampled: need saved nothing (%ld states of %ld)", all_cut,
+               all_full);
+      struct targets t;
+      targets_random(&t, &r, MIXED_LENS, NMIXED, 3);
+      int bad[NMIXED] = {0};
+      bad[4] = -1;
+      struct intrus_order_batch batch = batch_of(&t, 1);
+      batch.need = bad;
+      struct intrus_ins_step steps[64 * MAXN];
+      struct intrus_error err = {0};
+      struct fake f;
+      fake_init(&f, t.off, t.tok, t.count);
+      struct intrus_ins_scorer sc = fake_scorer(&f);
+      enum intrus_status st =
+          p.vt->trajectories(self, &batch, p.vt->needs_model(self) ? &sc : NULL, steps, &err);
+      fake_free(&f);
+      if (pi != 2)
+        EXPECT(st == INTRUS_ERR_INVALID && strstr(err.msg, "sentence 4 needs -1"),
+               "%s: negative need gave %d (%s)", names[pi], (int)st, err.msg);
+      p.vt->destroy(self);
+    }
+    fake_slots = false;
+    intrus_plugin_close(p.plugin);
+  }
+}
+
 int main(void) {
   search = intrus_plugin_search_create();
   intrus_plugin_search_add_defaults(search);
@@ -533,6 +627,7 @@ int main(void) {
   test_argmax_exact();
   test_driver();
   test_rounds();
+  test_need();
   intrus_plugin_search_free(search);
   return test_finish("test_order_choice");
 }

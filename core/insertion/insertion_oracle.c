@@ -163,7 +163,13 @@ void intrus_ins_apply(int32_t *part, int k, struct intrus_ins_step step) {
 }
 
 void intrus_ins_replay(const struct intrus_ins_step *steps, int n, int32_t *out) {
-  for (int t = 1; t <= n; t++) {
+  intrus_ins_replay_upto(steps, n, n, out);
+}
+
+void intrus_ins_replay_upto(const struct intrus_ins_step *steps, int n, int upto,
+                            int32_t *out) {
+  INTRUS_CHECK(upto >= 0 && upto <= n, "ins_replay: %d steps of %d", upto, n);
+  for (int t = 1; t <= upto; t++) {
     int32_t *row = out + (size_t)t * n;
     memcpy(row, row - n, (size_t)(t - 1) * sizeof *row);
     intrus_ins_apply(row, t - 1, steps[t - 1]);

@@ -64,6 +64,15 @@ enum intrus_status intrus_ins_pair_token_logp(const struct intrus_ins_scorer *sc
   return st;
 }
 
+/* The insertions sentence b runs: all n, or as many as the caller reads. A sentence
+ * that stops early leaves the scored batch; each sentence draws from its own stream and
+ * the model scores each state on its own, so the prefixes are those a run without the
+ * stop writes (tests/test_order_need.c). */
+static int steps_of(const struct intrus_order_batch *batch, int b) {
+  int n = batch->off[b + 1] - batch->off[b];
+  return batch->need && batch->need[b] < n ? batch->need[b] : n;
+}
+
 /* The driver of intrus_order_greedy (relative false) and intrus_order_greedy_relative. */
 static enum intrus_status greedy_run(const struct intrus_order_batch *batch,
                                      const struct intrus_ins_scorer *scorer,
@@ -83,7 +92,10 @@ static enum intrus_status greedy_run(const struct intrus_order_batch *batch,
     if (n < 0)
       return intrus_error_set(err, INTRUS_ERR_INVALID, "order: sentence %d has length %d", b,
                               n);
-    if (n > maxn) maxn = n;
+    if (batch->need && batch->need[b] < 0)
+      return intrus_error_set(err, INTRUS_ERR_INVALID, "order: sentence %d needs %d steps",
+                              b, batch->need[b]);
+    if (steps_of(batch, b) > maxn) maxn = steps_of(batch, b);
     if (scorer)
       for (int i = off[b]; i < off[b + 1]; i++)
         if (batch->tok[i] < 0 || batch->tok[i] >= scorer->vocab)
@@ -97,7 +109,7 @@ static enum intrus_status greedy_run(const struct intrus_order_batch *batch,
     size_t active = 0, pairs = 0;
     for (int b = 0; b < B; b++) {
       int n = off[b + 1] - off[b];
-      if (n <= t) continue;
+      if (steps_of(batch, b) <= t) continue;
       active++;
       pairs += (size_t)(t + 1) * (size_t)(n - t);
     }
@@ -151,7 +163,7 @@ static enum intrus_status greedy_run(const struct intrus_order_batch *batch,
     int A = 0, P = 0;
     for (int b = 0; b < B; b++) {
       int n = off[b + 1] - off[b];
-      if (n <= t) continue;
+      if (steps_of(batch, b) <= t) continue;
       int cap = (t + 1) * (n - t);
       int np = intrus_ins_correct(batch->tok + off[b], n, g.part + (off[b] - off[0]), t,
                                   g.pslot + P, g.ptok + P, cap);

@@ -219,17 +219,6 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
   for (int b = 0; b < B; b++)
     memcpy(y + off[b], tgt->tokens + (size_t)b * tgt->len, (size_t)tgt->lens[b] * sizeof *y);
   struct intrus_order_batch ob = {.count = B, .off = off, .tok = y, .seed = seed, .first = first};
-  struct intrus_ins_step *steps =
-      intrus_ctx_alloc(ctx, (size_t)(off[B] ? off[B] : 1) * sizeof *steps);
-  if (spec->order->needs_model(spec->order_self)) {
-    struct ins_model_scorer sc;
-    st = ins_scorer_open(&sc, m, scratch, src, err);
-    if (!st) st = spec->order->trajectories(spec->order_self, &ob, &sc.sc, steps, err);
-    ins_scorer_close(&sc);
-  } else {
-    st = spec->order->trajectories(spec->order_self, &ob, NULL, steps, err);
-  }
-  if (st) return st;
 
   /* The states trained on: every prefix of each trajectory (t = 0..n, the last one
    * complete), or per_sentence distinct ones drawn per sentence (ascending). */
@@ -276,6 +265,23 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
     at += npick[b];
   }
   pick0[B] = (int)total_picks;
+
+  /* Trajectories only as far as the latest state trained on: with a few states per
+   * sentence, the model-sampled order skips the rest of each rollout. */
+  int *need = intrus_ctx_alloc(ctx, (size_t)(B ? B : 1) * sizeof *need);
+  for (int b = 0; b < B; b++) need[b] = npick[b] ? picks[pick0[b + 1] - 1] : 0;
+  ob.need = need;
+  struct intrus_ins_step *steps =
+      intrus_ctx_alloc(ctx, (size_t)(off[B] ? off[B] : 1) * sizeof *steps);
+  if (spec->order->needs_model(spec->order_self)) {
+    struct ins_model_scorer sc;
+    st = ins_scorer_open(&sc, m, scratch, src, err);
+    if (!st) st = spec->order->trajectories(spec->order_self, &ob, &sc.sc, steps, err);
+    ins_scorer_close(&sc);
+  } else {
+    st = spec->order->trajectories(spec->order_self, &ob, NULL, steps, err);
+  }
+  if (st) return st;
   int *sent = intrus_ctx_alloc(ctx, (size_t)nstates * sizeof *sent);
   int *soff = intrus_ctx_alloc(ctx, (size_t)(nstates + 1) * sizeof *soff);
   int32_t *stok = intrus_ctx_alloc(ctx, (size_t)(state_tokens ? state_tokens : 1) * sizeof *stok);
@@ -296,7 +302,7 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
   pair_off[0] = 0;
   for (int b = 0; b < B; b++) {
     int n = tgt->lens[b];
-    intrus_ins_replay(steps + off[b], n, replay);
+    intrus_ins_replay_upto(steps + off[b], n, need[b], replay);
     for (int j = pick0[b]; j < pick0[b + 1]; j++, s++) {
       int k = picks[j];
       const int32_t *part = replay + (size_t)k * n;

@@ -67,6 +67,11 @@ void intrus_ins_apply(int32_t *part, int k, struct intrus_ins_step step);
  * t tokens. */
 void intrus_ins_replay(const struct intrus_ins_step *steps, int n, int32_t *out);
 
+/* intrus_ins_replay for the first upto steps only (0 <= upto <= n): rows 0..upto of out
+ * (row stride n), the rest untouched. */
+void intrus_ins_replay_upto(const struct intrus_ins_step *steps, int n, int upto,
+                            int32_t *out);
+
 /* ---- the model as search and order policies see it ---------------------------- */
 
 /* A batch of states: state s belongs to sentence sent[s] (a row of the encoder memory)
@@ -188,6 +193,10 @@ struct intrus_order_batch {
                            (seed, first + b), so a trajectory does not depend on batch-mates */
   int first;            /* ABI 1.7: index of sentence 0 within the step's whole batch (a
                            micro-batch's first sentence; 0 otherwise) */
+  const int *need;      /* ABI 1.8: [count] insertions of sentence b the caller reads
+                           (steps[off[b] .. off[b] + need[b])), or NULL for all. A policy
+                           may fill more; the greedy driver stops a sentence there, which
+                           leaves that prefix as it would be for need = NULL */
 };
 
 /* Picks one of npairs correct pairs for sentence b. logp: the model's log p(i, c) of
