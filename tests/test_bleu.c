@@ -663,6 +663,36 @@ static void test_cli(void) {
   EXPECT_CONTAINS(out, "\"p_value\": ");
   EXPECT_CONTAINS(out, "\"confidence_mean\": ");
   EXPECT_CONTAINS(out, "\"samples\": 100");
+
+  /* intrus eval bootstrap: the same computation under its own options, so the same
+   * numbers, text and JSON alike. */
+  char out2[8192];
+  for (int json = 0; json < 2; json++) {
+    snprintf(args, sizeof args, "eval bleu -r '%s' -i '%s' --hyp2 '%s' -b 200 --seed 7%s", ref,
+             hyp, hyp2, json ? " --json" : "");
+    EXPECT(test_run_intrus(NULL, args, out, sizeof out) == 0, "bleu --hyp2: %s", out);
+    snprintf(args, sizeof args, "eval bootstrap --ref '%s' --hyp '%s' --hyp='%s' -n 200 "
+             "--seed 7 --metric bleu%s", ref, hyp, hyp2, json ? " --json" : "");
+    rc = test_run_intrus(NULL, args, out2, sizeof out2);
+    EXPECT(rc == 0 && !strcmp(out, out2), "eval bootstrap (json %d) exit %d:\n%s\nagainst "
+           "eval bleu --hyp2:\n%s", json, rc, out2, out);
+  }
+  snprintf(args, sizeof args, "eval bootstrap -r '%s' -i '%s'", ref, hyp);
+  EXPECT(test_run_intrus(NULL, args, out, sizeof out) == 2, "one system: %s", out);
+  EXPECT_CONTAINS(out, "two systems are needed");
+  snprintf(args, sizeof args, "eval bootstrap -r '%s' -i '%s' -i '%s' -i '%s'", ref, hyp, hyp,
+           hyp2);
+  EXPECT(test_run_intrus(NULL, args, out, sizeof out) == 2, "three systems: %s", out);
+  EXPECT_CONTAINS(out, "three times");
+  snprintf(args, sizeof args, "eval bootstrap -r '%s' -i '%s' -i '%s' --metric cider", ref,
+           hyp, hyp2);
+  EXPECT(test_run_intrus(NULL, args, out, sizeof out) == 2, "unknown metric: %s", out);
+  EXPECT_CONTAINS(out, "no metric 'cider'");
+  snprintf(args, sizeof args, "eval bootstrap -r '%s' -i '%s' -i '%s' -n 0", ref, hyp, hyp2);
+  EXPECT(test_run_intrus(NULL, args, out, sizeof out) == 2, "zero samples: %s", out);
+  EXPECT_CONTAINS(out, "intrus eval bootstrap: --samples wants");
+  EXPECT(test_run_intrus(NULL, "eval bootstrap --help", out, sizeof out) == 0, "help");
+  EXPECT_CONTAINS(out, "--samples");
 }
 
 int main(void) {

@@ -29,8 +29,10 @@
 static const char eval_usage[] =
     "Usage: intrus eval METRIC [options]\n"
     "\n"
-    "Scores hypotheses against references. Metrics:\n"
-    "  bleu   corpus BLEU, identical to sacreBLEU 2.3.1 (see 'intrus eval bleu --help')\n"
+    "Scores hypotheses against references:\n"
+    "  bleu        corpus BLEU, identical to sacreBLEU 2.3.1 (see 'intrus eval bleu --help')\n"
+    "  bootstrap   paired bootstrap of two systems, as sacreBLEU's --paired-bs\n"
+    "              ('intrus eval bootstrap --help')\n"
     "\n"
     "Each metric is an evaluator plugin ('intrus plugins --kind eval' lists them).\n"
     "\n"
@@ -295,12 +297,15 @@ static bool one_of(const char *v, const char *const *choices) {
 }
 
 static int bleu_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The command whose options are being read: eval bootstrap passes its own on. */
+static const char *bleu_cmd = "eval bleu";
+
 static int bleu_usage_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fputs("intrus eval bleu: ", stderr);
+  fprintf(stderr, "intrus %s: ", bleu_cmd);
   vfprintf(stderr, fmt, ap);
-  fputs("\n(try 'intrus eval bleu --help')\n", stderr);
+  fprintf(stderr, "\n(try 'intrus %s --help')\n", bleu_cmd);
   va_end(ap);
   return INTRUS_EXIT_USAGE;
 }
@@ -344,8 +349,9 @@ static int parse_bleu_args(int argc, char **argv, struct bleu_args *a) {
       errno = 0;
       a->bootstrap = strtol(optarg, &end, 10);
       if (errno || *end || a->bootstrap <= 0 || a->bootstrap > 1000000)
-        return bleu_usage_error("--bootstrap wants a number of resamples from 1 to 1000000, "
-                                "got '%s'", optarg);
+        return bleu_usage_error("--%s wants a number of resamples from 1 to 1000000, "
+                                "got '%s'", strcmp(bleu_cmd, "eval bleu") ? "samples" : "bootstrap",
+                                optarg);
       break;
     }
     case OPT_SEED: {
@@ -438,12 +444,10 @@ static enum intrus_status read_inputs(const struct bleu_args *a, struct text_fil
   return INTRUS_OK;
 }
 
-static int cmd_bleu(int argc, char **argv) {
-  static const char cmd[] = "eval bleu";
-  struct bleu_args a;
-  int rc = parse_bleu_args(argc, argv, &a);
-  if (rc >= 0) return rc;
-
+/* Scores a.hyp (and with a.hyp2, the paired bootstrap of both); cmd names the command
+ * in error messages. */
+static int bleu_run(const char *cmd, struct bleu_args a) {
+  int rc;
   struct intrus_error err = {0};
   struct text_file refs[MAX_REFS], hyp = {0}, hyp2 = {0};
   memset(refs, 0, sizeof refs);
@@ -565,6 +569,129 @@ done:
   return rc;
 }
 
+static int cmd_bleu(int argc, char **argv) {
+  struct bleu_args a;
+  int rc = parse_bleu_args(argc, argv, &a);
+  return rc >= 0 ? rc : bleu_run("eval bleu", a);
+}
+
+/* ---- intrus eval bootstrap ------------------------------------------------------- */
+
+static const char bootstrap_usage[] =
+    "Usage: intrus eval bootstrap --ref REF --hyp A --hyp B [options]\n"
+    "\n"
+    "Paired bootstrap resampling of two systems' outputs for the same segments, as\n"
+    "sacreBLEU 2.3.1's --paired-bs computes it (the same resampling scheme: the same seed\n"
+    "and number of samples give the same resamples): each system's score, the mean and\n"
+    "95%% interval half-width of its resampled scores, the number of resamples where B\n"
+    "beats A, p (that B is not better than A, one-sided) and sacreBLEU's two-sided\n"
+    "paired-bs p. The same as 'intrus eval bleu --hyp A --hyp2 B'.\n"
+    "\n"
+    "Options:\n"
+    "  -r, --ref FILE         a reference file (repeat for multiple references)\n"
+    "  -i, --hyp FILE         system A, then system B (exactly two)\n"
+    "  -m, --metric NAME      the metric resampled: bleu (default; the only one so far)\n"
+    "  -n, --samples N        resamples (default %d)\n"
+    "      --seed S           resampling seed (default %d)\n"
+    "  -t, --tok NAME         BLEU tokenizer: 13a (default), char or none\n"
+    "  -l, --lc               lowercase before tokenizing\n"
+    "  -s, --smooth NAME      exp (default), none, floor or add-k\n"
+    "  -j, --json             print a JSON object instead of text\n"
+    "  -p, --plugin-path DIRS colon-separated plugin directories searched first\n"
+    "  -h, --help             this help\n"
+    "\n"
+    "Exit status: 0 success, 1 failure, 2 usage error, 4 plugin error,\n"
+    "5 unreadable or invalid input file.\n";
+
+static int bootstrap_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bootstrap_usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("intrus eval bootstrap: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputs("\n(try 'intrus eval bootstrap --help')\n", stderr);
+  va_end(ap);
+  return INTRUS_EXIT_USAGE;
+}
+
+/* The bootstrap's own options (two --hyp, --metric, --samples) become eval bleu's, which
+ * then checks the rest: one parser for the settings both commands share. */
+static int cmd_bootstrap(int argc, char **argv) {
+  const char *hyps[2] = {NULL, NULL}, *metric = "bleu", *samples = NULL;
+  int nhyp = 0;
+  char **rest = calloc((size_t)argc + 8, sizeof *rest);
+  if (!rest) {
+    fputs("intrus eval bootstrap: out of memory\n", stderr);
+    return INTRUS_EXIT_FAILURE;
+  }
+  int nrest = 0;
+  rest[nrest++] = "bootstrap";
+  int rc = -1;
+  for (int i = 1; i < argc && rc < 0; i++) {
+    const char *arg = argv[i], *val = NULL;
+    /* --opt=value and -o value */
+    const char *eq = !strncmp(arg, "--", 2) ? strchr(arg, '=') : NULL;
+    char name[32] = "";
+    if (eq && (size_t)(eq - arg) < sizeof name) {
+      snprintf(name, sizeof name, "%.*s", (int)(eq - arg), arg);
+      val = eq + 1;
+    } else {
+      snprintf(name, sizeof name, "%s", arg);
+    }
+    bool is_hyp = !strcmp(name, "-i") || !strcmp(name, "--hyp");
+    bool is_metric = !strcmp(name, "-m") || !strcmp(name, "--metric");
+    bool is_samples = !strcmp(name, "-n") || !strcmp(name, "--samples");
+    if (!strcmp(name, "-h") || !strcmp(name, "--help")) {
+      printf(bootstrap_usage, INTRUS_BOOTSTRAP_DEFAULT_SAMPLES, INTRUS_BOOTSTRAP_DEFAULT_SEED);
+      rc = INTRUS_EXIT_OK;
+    } else if (is_hyp || is_metric || is_samples) {
+      if (!val) {
+        if (i + 1 >= argc) {
+          rc = bootstrap_usage_error("%s wants a value", name);
+          break;
+        }
+        val = argv[++i];
+      }
+      if (is_hyp) {
+        if (nhyp == 2)
+          rc = bootstrap_usage_error("--hyp given three times: exactly two systems, A and B");
+        else
+          hyps[nhyp++] = val;
+      } else if (is_metric) {
+        metric = val;
+      } else {
+        samples = val;
+      }
+    } else if (!strcmp(name, "-b") || !strcmp(name, "--bootstrap") || !strcmp(name, "--hyp2")) {
+      rc = bootstrap_usage_error("%s is an option of 'intrus eval bleu'; here, --samples N "
+                                 "and --hyp twice", name);
+    } else {
+      rest[nrest++] = argv[i];
+    }
+  }
+  if (rc < 0 && strcmp(metric, "bleu"))
+    rc = bootstrap_usage_error("no metric '%s' to resample (available: bleu)", metric);
+  if (rc < 0 && nhyp != 2)
+    rc = bootstrap_usage_error("two systems are needed: --hyp A --hyp B (got %d)", nhyp);
+  if (rc < 0) {
+    rest[nrest++] = "--hyp";
+    rest[nrest++] = (char *)hyps[0];
+    rest[nrest++] = "--hyp2";
+    rest[nrest++] = (char *)hyps[1];
+    if (samples) { /* checked by eval bleu's --bootstrap, named as --samples */
+      rest[nrest++] = "--bootstrap";
+      rest[nrest++] = (char *)samples;
+    }
+    struct bleu_args a;
+    bleu_cmd = "eval bootstrap";
+    rc = parse_bleu_args(nrest, rest, &a);
+    bleu_cmd = "eval bleu";
+    if (rc < 0) rc = bleu_run("eval bootstrap", a);
+  }
+  free(rest);
+  return rc;
+}
+
 int intrus_cmd_eval(int argc, char **argv) {
   if (argc < 2) {
     fputs(eval_usage, stderr);
@@ -576,7 +703,8 @@ int intrus_cmd_eval(int argc, char **argv) {
     return INTRUS_EXIT_OK;
   }
   if (!strcmp(metric, "bleu")) return cmd_bleu(argc - 1, argv + 1);
-  fprintf(stderr, "intrus eval: unknown metric '%s' (available: bleu; try 'intrus eval --help')\n",
+  if (!strcmp(metric, "bootstrap")) return cmd_bootstrap(argc - 1, argv + 1);
+  fprintf(stderr, "intrus eval: unknown metric '%s' (available: bleu, bootstrap; try 'intrus eval --help')\n",
           metric);
   return INTRUS_EXIT_USAGE;
 }
