@@ -296,22 +296,22 @@ static bool one_of(const char *v, const char *const *choices) {
   return false;
 }
 
-static int bleu_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The command whose options are being read: eval bootstrap passes its own on. */
-static const char *bleu_cmd = "eval bleu";
-
-static int bleu_usage_error(const char *fmt, ...) {
+/* "intrus <cmd>: <message>" and where to find help; cmd is "eval bleu" or "eval
+ * bootstrap" (the bootstrap hands its shared options to eval bleu's parser). */
+static int usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int usage_error(const char *cmd, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "intrus %s: ", bleu_cmd);
+  fprintf(stderr, "intrus %s: ", cmd);
   vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n(try 'intrus %s --help')\n", bleu_cmd);
+  fprintf(stderr, "\n(try 'intrus %s --help')\n", cmd);
   va_end(ap);
   return INTRUS_EXIT_USAGE;
 }
 
-/* Returns -1 to go on, or an exit code. */
-static int parse_bleu_args(int argc, char **argv, struct bleu_args *a) {
+/* Returns -1 to go on, or an exit code. cmd names the command in usage errors. */
+static int parse_bleu_args(const char *cmd, int argc, char **argv, struct bleu_args *a) {
   enum { OPT_HYP2 = 1000, OPT_SEED };
   static const struct option longopts[] = {
       {"ref", required_argument, NULL, 'r'},       {"hyp", required_argument, NULL, 'i'},
@@ -331,17 +331,17 @@ static int parse_bleu_args(int argc, char **argv, struct bleu_args *a) {
   while ((c = getopt_long(argc, argv, "r:i:b:t:ls:jp:h", longopts, NULL)) != -1) {
     switch (c) {
     case 'r':
-      if (a->nrefs == MAX_REFS) return bleu_usage_error("at most %d --ref files", MAX_REFS);
+      if (a->nrefs == MAX_REFS) return usage_error(cmd, "at most %d --ref files", MAX_REFS);
       a->refs[a->nrefs++] = optarg;
       break;
     case 'i':
       /* Keeping the last of two would score a file the user may not have meant. */
-      if (a->hyp) return bleu_usage_error("--hyp given twice ('%s', '%s'): one system per --hyp, "
+      if (a->hyp) return usage_error(cmd, "--hyp given twice ('%s', '%s'): one system per --hyp, "
                                           "a second one with --hyp2", a->hyp, optarg);
       a->hyp = optarg;
       break;
     case OPT_HYP2:
-      if (a->hyp2) return bleu_usage_error("--hyp2 given twice ('%s', '%s')", a->hyp2, optarg);
+      if (a->hyp2) return usage_error(cmd, "--hyp2 given twice ('%s', '%s')", a->hyp2, optarg);
       a->hyp2 = optarg;
       break;
     case 'b': {
@@ -349,8 +349,8 @@ static int parse_bleu_args(int argc, char **argv, struct bleu_args *a) {
       errno = 0;
       a->bootstrap = strtol(optarg, &end, 10);
       if (errno || *end || a->bootstrap <= 0 || a->bootstrap > 1000000)
-        return bleu_usage_error("--%s wants a number of resamples from 1 to 1000000, "
-                                "got '%s'", strcmp(bleu_cmd, "eval bleu") ? "samples" : "bootstrap",
+        return usage_error(cmd, "--%s wants a number of resamples from 1 to 1000000, "
+                                "got '%s'", strcmp(cmd, "eval bleu") ? "samples" : "bootstrap",
                                 optarg);
       break;
     }
@@ -359,19 +359,19 @@ static int parse_bleu_args(int argc, char **argv, struct bleu_args *a) {
       errno = 0;
       unsigned long long s = strtoull(optarg, &end, 10);
       if (errno || *end || !*optarg || optarg[0] == '-')
-        return bleu_usage_error("--seed wants a non-negative integer, got '%s'", optarg);
+        return usage_error(cmd, "--seed wants a non-negative integer, got '%s'", optarg);
       a->seed = s;
       break;
     }
     case 't':
       if (!one_of(optarg, toks))
-        return bleu_usage_error("--tok wants 13a, char or none, got '%s'", optarg);
+        return usage_error(cmd, "--tok wants 13a, char or none, got '%s'", optarg);
       a->tok = optarg;
       break;
     case 'l': a->lc = true; break;
     case 's':
       if (!one_of(optarg, smooths))
-        return bleu_usage_error("--smooth wants exp, none, floor or add-k, got '%s'", optarg);
+        return usage_error(cmd, "--smooth wants exp, none, floor or add-k, got '%s'", optarg);
       a->smooth = optarg;
       break;
     case 'j': a->json = true; break;
@@ -380,12 +380,12 @@ static int parse_bleu_args(int argc, char **argv, struct bleu_args *a) {
     default: fprintf(stderr, bleu_usage, INTRUS_BOOTSTRAP_DEFAULT_SEED); return INTRUS_EXIT_USAGE;
     }
   }
-  if (optind < argc) return bleu_usage_error("unexpected argument '%s'", argv[optind]);
-  if (!a->hyp) return bleu_usage_error("a hypothesis file is needed (--hyp FILE)");
-  if (a->nrefs == 0) return bleu_usage_error("a reference file is needed (--ref FILE)");
+  if (optind < argc) return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+  if (!a->hyp) return usage_error(cmd, "a hypothesis file is needed (--hyp FILE)");
+  if (a->nrefs == 0) return usage_error(cmd, "a reference file is needed (--ref FILE)");
   int stdin_uses = !strcmp(a->hyp, "-") + (a->hyp2 && !strcmp(a->hyp2, "-"));
   for (int r = 0; r < a->nrefs; r++) stdin_uses += !strcmp(a->refs[r], "-");
-  if (stdin_uses > 1) return bleu_usage_error("standard input ('-') can be only one of the files");
+  if (stdin_uses > 1) return usage_error(cmd, "standard input ('-') can be only one of the files");
   if (a->hyp2 && a->bootstrap == 0) a->bootstrap = INTRUS_BOOTSTRAP_DEFAULT_SAMPLES;
   return -1;
 }
@@ -571,7 +571,7 @@ done:
 
 static int cmd_bleu(int argc, char **argv) {
   struct bleu_args a;
-  int rc = parse_bleu_args(argc, argv, &a);
+  int rc = parse_bleu_args("eval bleu", argc, argv, &a);
   return rc >= 0 ? rc : bleu_run("eval bleu", a);
 }
 
@@ -602,17 +602,6 @@ static const char bootstrap_usage[] =
     "\n"
     "Exit status: 0 success, 1 failure, 2 usage error, 4 plugin error,\n"
     "5 unreadable or invalid input file.\n";
-
-static int bootstrap_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bootstrap_usage_error(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("intrus eval bootstrap: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputs("\n(try 'intrus eval bootstrap --help')\n", stderr);
-  va_end(ap);
-  return INTRUS_EXIT_USAGE;
-}
 
 /* The bootstrap's own options (two --hyp, --metric, --samples) become eval bleu's, which
  * then checks the rest: one parser for the settings both commands share. */
@@ -647,14 +636,14 @@ static int cmd_bootstrap(int argc, char **argv) {
     } else if (is_hyp || is_metric || is_samples) {
       if (!val) {
         if (i + 1 >= argc) {
-          rc = bootstrap_usage_error("%s wants a value", name);
+          rc = usage_error("eval bootstrap", "%s wants a value", name);
           break;
         }
         val = argv[++i];
       }
       if (is_hyp) {
         if (nhyp == 2)
-          rc = bootstrap_usage_error("--hyp given three times: exactly two systems, A and B");
+          rc = usage_error("eval bootstrap", "--hyp given three times: exactly two systems, A and B");
         else
           hyps[nhyp++] = val;
       } else if (is_metric) {
@@ -663,16 +652,16 @@ static int cmd_bootstrap(int argc, char **argv) {
         samples = val;
       }
     } else if (!strcmp(name, "-b") || !strcmp(name, "--bootstrap") || !strcmp(name, "--hyp2")) {
-      rc = bootstrap_usage_error("%s is an option of 'intrus eval bleu'; here, --samples N "
+      rc = usage_error("eval bootstrap", "%s is an option of 'intrus eval bleu'; here, --samples N "
                                  "and --hyp twice", name);
     } else {
       rest[nrest++] = argv[i];
     }
   }
   if (rc < 0 && strcmp(metric, "bleu"))
-    rc = bootstrap_usage_error("no metric '%s' to resample (available: bleu)", metric);
+    rc = usage_error("eval bootstrap", "no metric '%s' to resample (available: bleu)", metric);
   if (rc < 0 && nhyp != 2)
-    rc = bootstrap_usage_error("two systems are needed: --hyp A --hyp B (got %d)", nhyp);
+    rc = usage_error("eval bootstrap", "two systems are needed: --hyp A --hyp B (got %d)", nhyp);
   if (rc < 0) {
     rest[nrest++] = "--hyp";
     rest[nrest++] = (char *)hyps[0];
@@ -683,9 +672,7 @@ static int cmd_bootstrap(int argc, char **argv) {
       rest[nrest++] = (char *)samples;
     }
     struct bleu_args a;
-    bleu_cmd = "eval bootstrap";
-    rc = parse_bleu_args(nrest, rest, &a);
-    bleu_cmd = "eval bleu";
+    rc = parse_bleu_args("eval bootstrap", nrest, rest, &a);
     if (rc < 0) rc = bleu_run("eval bootstrap", a);
   }
   free(rest);

@@ -67,7 +67,7 @@ enum intrus_status intrus_ins_pair_token_logp(const struct intrus_ins_scorer *sc
 /* The insertions sentence b runs: all n, or as many as the caller reads. A sentence
  * that stops early leaves the scored batch; each sentence draws from its own stream and
  * the model scores each state on its own, so the prefixes are those a run without the
- * stop writes (tests/test_order_need.c). */
+ * stop writes (tests/test_order_choice.c, test_need). */
 static int steps_of(const struct intrus_order_batch *batch, int b) {
   int n = batch->off[b + 1] - batch->off[b];
   return batch->need && batch->need[b] < n ? batch->need[b] : n;
