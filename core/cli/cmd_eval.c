@@ -643,7 +643,8 @@ static int cmd_bootstrap(int argc, char **argv) {
       }
       if (is_hyp) {
         if (nhyp == 2)
-          rc = usage_error("eval bootstrap", "--hyp given three times: exactly two systems, A and B");
+          rc = usage_error("eval bootstrap",
+                           "--hyp given three times: exactly two systems, A and B");
         else
           hyps[nhyp++] = val;
       } else if (is_metric) {
