@@ -62,6 +62,25 @@ enum intrus_status intrus_cli_experiment(struct intrus_config *cfg, const char *
                                          const char *plugin_path_arg, struct cli_experiment *x,
                                          struct intrus_error *err);
 
+/* What `intrus run` does with a freshly loaded experiment (`intrus table` too): checks
+ * the test split, trains into x->run_dir (resuming; nothing when training is complete),
+ * decodes the test split of text data with the experiment's search settings into
+ * RUN_DIR/test.hyp, scores it and writes RUN_DIR/results.json, which records
+ * cli_results_fingerprint(cfg) as "fingerprint". */
+#include "intrus/train.h"
+struct cli_run_result {
+  struct intrus_train_result train;
+  bool text; /* parallel text: scores holds the test set's */
+  struct run_scores scores;
+  char results_path[4200];
+};
+enum intrus_status cli_run_experiment(struct intrus_config *cfg, const struct cli_experiment *x,
+                                      FILE *progress, long max_steps,
+                                      struct cli_run_result *out, struct intrus_error *err);
+/* A hash of the settings a run's test scores depend on (seed, data, model, train, search,
+ * eval), of the config as loaded, before training fills in defaults. */
+uint64_t cli_results_fingerprint(const struct intrus_config *cfg);
+
 /* s as a JSON string literal, quotes included (machine-readable results). */
 void cli_json_string(FILE *f, const char *s);
 
@@ -71,5 +90,6 @@ int intrus_cmd_decode(int argc, char **argv);
 int intrus_cmd_eval(int argc, char **argv);
 int intrus_cmd_run(int argc, char **argv);
 int intrus_cmd_plot(int argc, char **argv);
+int intrus_cmd_table(int argc, char **argv);
 
 #endif

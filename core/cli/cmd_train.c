@@ -2,7 +2,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +9,6 @@
 
 #include "cli.h"
 #include "config.h"
-#include "intrus/fileio.h"
 #include "intrus/train.h"
 
 static const char train_usage[] =
@@ -100,83 +98,42 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
     intrus_config_free(cfg);
     return intrus_cli_fail(cmd, &err);
   }
-  if (strcmp(cmd, "run") == 0 && (st = intrus_run_check_test(cfg, &err))) {
-    intrus_plugin_search_free(x.search);
-    intrus_config_free(cfg);
-    return intrus_cli_fail(cmd, &err);
+  const bool run = strcmp(cmd, "run") == 0;
+  FILE *progress = a.quiet ? NULL : stderr;
+  struct cli_run_result r;
+  memset(&r, 0, sizeof r);
+  if (run) st = cli_run_experiment(cfg, &x, progress, a.max_steps, &r, &err);
+  else {
+    struct intrus_train_options opt = {.run_dir = x.run_dir, .search = x.search,
+                                       .progress = progress, .max_steps = a.max_steps};
+    st = intrus_train(cfg, &opt, &r.train, &err);
   }
-  const char *exp_name = x.name, *run_dir = x.run_dir;
-  struct intrus_plugin_search *search = x.search;
-  struct intrus_train_options opt = {.run_dir = run_dir, .search = search,
-                                     .progress = a.quiet ? NULL : stderr,
-                                     .max_steps = a.max_steps};
-  struct intrus_train_result res;
-  st = intrus_train(cfg, &opt, &res, &err);
-  struct run_scores rs = {0};
-  bool text = false;
-  if (!st && strcmp(cmd, "run") == 0) {
-    const intrus_cfg *data;
-    const char *kind = "";
-    if (!intrus_cfg_group(intrus_config_root(cfg), "data", &data, NULL) && data)
-      intrus_cfg_string(data, "kind", "", &kind, NULL);
-    text = strcmp(kind, "parallel") == 0;
-    if (text) st = intrus_run_test(cfg, run_dir, search, opt.progress, &rs, &err);
-  }
-  intrus_plugin_search_free(search);
+  intrus_plugin_search_free(x.search);
   intrus_config_free(cfg);
   if (st) return intrus_cli_fail(cmd, &err);
-  if (res.steps_done == res.resumed_from)
-    printf("%s: already trained to step %ld (%s); valid loss %.4f\n", exp_name, res.steps_done,
-           run_dir, res.valid_loss);
+  const struct intrus_train_result *res = &r.train;
+  if (res->steps_done == res->resumed_from)
+    printf("%s: already trained to step %ld (%s); valid loss %.4f\n", x.name, res->steps_done,
+           x.run_dir, res->valid_loss);
   else {
-    printf("%s: %ld steps", exp_name, res.steps_done);
-    if (res.resumed_from) printf(" (resumed from %ld)", res.resumed_from);
-    printf(", last train loss %.4f, valid loss %.4f, %.0f tokens/s, %.1f s\n", res.last_loss,
-           res.valid_loss, res.tokens_per_s, res.seconds);
+    printf("%s: %ld steps", x.name, res->steps_done);
+    if (res->resumed_from) printf(" (resumed from %ld)", res->resumed_from);
+    printf(", last train loss %.4f, valid loss %.4f, %.0f tokens/s, %.1f s\n", res->last_loss,
+           res->valid_loss, res->tokens_per_s, res->seconds);
   }
-  if (strcmp(cmd, "run") == 0) {
-    if (text) {
-      const struct score_result *b = &rs.bleu;
-      printf("test: %zu sentences -> %s\n", rs.sentences, rs.hyp_path);
-      for (int i = 0; i < b->count; i++) {
-        double v = b->values[i];
-        /* Lengths (hyp_len, ref_len) are counts; scores and ratios get two decimals. */
-        printf(strstr(b->names[i], "len") ? "%s%s = %.0f" : "%s%s = %.2f", i ? "  " : "",
-               b->names[i], v);
-      }
-      printf("\n%s\n", b->signature);
+  if (!run) return INTRUS_EXIT_OK;
+  if (r.text) {
+    const struct score_result *b = &r.scores.bleu;
+    printf("test: %zu sentences -> %s\n", r.scores.sentences, r.scores.hyp_path);
+    for (int i = 0; i < b->count; i++) {
+      double v = b->values[i];
+      /* Lengths (hyp_len, ref_len) are counts; scores and ratios get two decimals. */
+      printf(strstr(b->names[i], "len") ? "%s%s = %.0f" : "%s%s = %.2f", i ? "  " : "",
+             b->names[i], v);
     }
-    char path[4200];
-    snprintf(path, sizeof path, "%s/results.json", run_dir);
-    char *json = NULL;
-    size_t json_len = 0;
-    FILE *f = open_memstream(&json, &json_len);
-    if (!f) {
-      intrus_error_set(&err, INTRUS_ERR_NOMEM, "out of memory");
-      return intrus_cli_fail(cmd, &err);
-    }
-    fputs("{\"experiment\": ", f);
-    cli_json_string(f, exp_name);
-    fprintf(f, ", \"steps\": %ld, \"train_loss\": %.6f, \"valid_loss\": %.6f", res.steps_done,
-            res.last_loss, res.valid_loss);
-    if (!isnan(res.valid_bleu)) fprintf(f, ", \"valid_bleu\": %.4f", res.valid_bleu);
-    if (text) {
-      fprintf(f, ", \"test_sentences\": %zu, \"test\": {", rs.sentences);
-      for (int i = 0; i < rs.bleu.count; i++) {
-        fprintf(f, "%s", i ? ", " : "");
-        cli_json_string(f, rs.bleu.names[i]);
-        fprintf(f, ": %.6g", rs.bleu.values[i]);
-      }
-      fputs("}, \"bleu_signature\": ", f);
-      cli_json_string(f, rs.bleu.signature);
-    }
-    fputs("}\n", f);
-    fclose(f);
-    st = intrus_file_write_atomic(path, json, json_len, &err);
-    free(json);
-    if (st) return intrus_cli_fail(cmd, &err);
-    printf("results: %s\n", path);
+    printf("\n%s\n", b->signature);
   }
+  printf("results: %s\n", r.results_path);
   return INTRUS_EXIT_OK;
 }
 

@@ -22,4 +22,14 @@ enum intrus_status score_corpus(const struct intrus_plugin_search *search, const
                                 size_t n, struct score_result *out,
                                 struct intrus_error *err);
 
+/* Scores hyps_a and hyps_b (n lines each) against refs with evaluator `name` (settings
+ * cfg) and resamples them as a pair: intrus_paired_bootstrap with samples and seed. */
+#include "intrus/eval.h"
+enum intrus_status score_compare(const struct intrus_plugin_search *search, const char *name,
+                                 const intrus_cfg *cfg, char *const *hyps_a,
+                                 char *const *hyps_b, char *const *refs, size_t n,
+                                 int samples, uint64_t seed, struct score_result *a,
+                                 struct score_result *b, struct intrus_bootstrap_result *bs,
+                                 struct intrus_error *err);
+
 #endif

@@ -1,0 +1,235 @@
+/* intrus table: trains, decodes and scores every cell of a results table that is not
+ * done yet, tests each row against the baseline row (paired bootstrap), and writes
+ * table.md, table.csv and table.json. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "intrus/corpus.h"
+#include "table_run.h"
+#include "train/run_dir.h"
+#include "table_spec.h"
+
+static const char table_usage[] =
+    "Usage: intrus table TABLE.cfg [options]\n"
+    "\n"
+    "Runs a results table: every cell is an experiment (intrus run). Cells whose run\n"
+    "directory already holds the results of the same settings are not run again; a\n"
+    "half-trained run resumes from its checkpoint. Then each row is tested against the\n"
+    "table's baseline row by paired bootstrap resampling of the test set, and\n"
+    "OUT/table.md, OUT/table.csv and OUT/table.json are written (our score, the paper's\n"
+    "beside it, the significance mark). See docs/tables.md for the table file.\n"
+    "\n"
+    "Options:\n"
+    "  -n, --dry-run          list the cells, what each still needs and an estimated time;\n"
+    "                         run nothing\n"
+    "  -O, --out DIR          where the table files go (default: runs/tables/<table name>)\n"
+    "  -r, --runs DIR         parent of the run directories, DIR/<experiment name>\n"
+    "                         (default: runs, as intrus run)\n"
+    "  -p, --plugin-path DIRS colon-separated plugin directories searched first\n"
+    "  -q, --quiet            no training progress (the per-run lines stay)\n"
+    "  -h, --help             this help\n";
+
+struct table_args {
+  const char *table, *out, *runs, *plugin_path;
+  bool dry_run, quiet;
+};
+
+static int parse_args(int argc, char **argv, struct table_args *a) {
+  static const struct option longopts[] = {
+      {"dry-run", no_argument, NULL, 'n'},         {"out", required_argument, NULL, 'O'},
+      {"runs", required_argument, NULL, 'r'},      {"plugin-path", required_argument, NULL, 'p'},
+      {"quiet", no_argument, NULL, 'q'},           {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  memset(a, 0, sizeof *a);
+  a->runs = "runs";
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, "nO:r:p:qh", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'n': a->dry_run = true; break;
+    case 'O': a->out = optarg; break;
+    case 'r': a->runs = optarg; break;
+    case 'p': a->plugin_path = optarg; break;
+    case 'q': a->quiet = true; break;
+    case 'h': fputs(table_usage, stdout); exit(INTRUS_EXIT_OK);
+    default: fputs(table_usage, stderr); return INTRUS_EXIT_USAGE;
+    }
+  }
+  if (optind != argc - 1) {
+    fprintf(stderr, "intrus table: expected one table file\n%s", table_usage);
+    return INTRUS_EXIT_USAGE;
+  }
+  a->table = argv[optind];
+  return INTRUS_EXIT_OK;
+}
+
+/* ---- progress with a prefix ------------------------------------------------------ */
+
+/* Training and decoding print whole lines to their progress stream; under a table each
+ * line gets "[k/N row column] " in front, so interleaved runs stay readable. */
+struct prefixed {
+  FILE *to;
+  const char *prefix;
+  bool at_line_start;
+};
+
+static ssize_t prefixed_write(void *c, const char *buf, size_t size) {
+  struct prefixed *p = c;
+  for (size_t i = 0; i < size; i++) {
+    if (p->at_line_start) fputs(p->prefix, p->to);
+    fputc(buf[i], p->to);
+    p->at_line_start = buf[i] == '\n';
+  }
+  fflush(p->to);
+  return (ssize_t)size;
+}
+
+/* ---- one cell -------------------------------------------------------------------- */
+
+static void format_duration(double s, char *out, size_t n) {
+  if (!(s >= 0)) snprintf(out, n, "?");
+  else if (s < 90) snprintf(out, n, "%.0f s", s);
+  else if (s < 5400) snprintf(out, n, "%.0f min", s / 60);
+  else snprintf(out, n, "%.1f h", s / 3600);
+}
+
+/* A lock of its own for the whole cell (training, decoding, scoring): two tables that
+ * share a run take turns on it instead of both decoding into one test.hyp. */
+static int lock_cell(const char *run_dir, const char *label, struct intrus_error *err) {
+  char path[4200];
+  if (run_dir_make(run_dir, err)) return -1;
+  snprintf(path, sizeof path, "%s/.table.lock", run_dir);
+  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    intrus_error_set(err, INTRUS_ERR_IO, "%s: %s", path, strerror(errno));
+    return -1;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    fprintf(stderr, "%s waiting for another intrus table on %s\n", label, run_dir);
+    if (flock(fd, LOCK_EX) != 0) {
+      intrus_error_set(err, INTRUS_ERR_IO, "%s: lock: %s", path, strerror(errno));
+      close(fd);
+      return -1;
+    }
+  }
+  return fd;
+}
+
+/* Runs cell (r, c) unless, once its lock is held, it turns out done (by another table,
+ * or by an earlier cell of this one that names the same experiment). */
+static enum intrus_status run_cell(const struct table_args *a, struct table_state *s, int r,
+                                   int c, const char *label, struct intrus_error *err) {
+  struct table_cell_state *cs = &s->cells[r][c];
+  int fd = lock_cell(cs->run_dir, label, err);
+  if (fd < 0) return err->status;
+  table_cell_refresh(s, r, c);
+  if (cs->state == CELL_DONE) {
+    fprintf(stderr, "%s done meanwhile (%s)\n", label, cs->run_dir);
+    close(fd);
+    return INTRUS_OK;
+  }
+  enum intrus_status st;
+  struct intrus_config *cfg = intrus_config_load_file(cs->experiment, err);
+  if (!cfg) {
+    close(fd);
+    return err->status;
+  }
+  struct cli_experiment x;
+  if ((st = intrus_cli_experiment(cfg, cs->run_dir, a->plugin_path, &x, err))) {
+    intrus_config_free(cfg);
+    close(fd);
+    return st;
+  }
+  char prefix[300];
+  snprintf(prefix, sizeof prefix, "%s ", label);
+  struct prefixed p = {.to = stderr, .prefix = prefix, .at_line_start = true};
+  static const cookie_io_functions_t io = {.write = prefixed_write};
+  FILE *progress = a->quiet ? NULL : fopencookie(&p, "w", io);
+  if (progress) setvbuf(progress, NULL, _IOLBF, 0);
+  struct cli_run_result res;
+  st = cli_run_experiment(cfg, &x, progress, 0, &res, err);
+  if (progress) fclose(progress);
+  intrus_plugin_search_free(x.search);
+  intrus_config_free(cfg);
+  close(fd);
+  return st;
+}
+
+int intrus_cmd_table(int argc, char **argv) {
+  struct table_args a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc) return rc;
+  struct intrus_error err = {0};
+  struct table_spec *t;
+  if (table_spec_load(a.table, &t, &err)) return intrus_cli_fail("table", &err);
+  char out_dir[4200];
+  if (a.out) snprintf(out_dir, sizeof out_dir, "%s", a.out);
+  else snprintf(out_dir, sizeof out_dir, "runs/tables/%s", t->name);
+
+  struct table_state *s = table_state_new(t, a.runs, a.plugin_path, &err);
+  if (!s) {
+    table_spec_free(t);
+    return intrus_cli_fail("table", &err);
+  }
+  table_print_plan(s, stdout);
+  fflush(stdout);
+  if (a.dry_run) {
+    table_state_free(s);
+    table_spec_free(t);
+    return INTRUS_EXIT_OK;
+  }
+  int todo = 0, k = 0, failed = 0;
+  for (int r = 0; r < t->nrows; r++)
+    for (int c = 0; c < t->ncols; c++) todo += s->cells[r][c].state == CELL_NEW ||
+                                               s->cells[r][c].state == CELL_PARTIAL;
+  for (int r = 0; r < t->nrows; r++)
+    for (int c = 0; c < t->ncols; c++) {
+      struct table_cell_state *cs = &s->cells[r][c];
+      if (cs->state != CELL_NEW && cs->state != CELL_PARTIAL) continue;
+      char label[256], eta[32];
+      snprintf(label, sizeof label, "[%d/%d %s %s]", ++k, todo, t->rows[r].name,
+               t->cols[c].name);
+      format_duration(cs->estimate_s, eta, sizeof eta);
+      if (cs->state == CELL_PARTIAL)
+        fprintf(stderr, "%s %s: resuming %s at step %ld of %ld (about %s left)\n", label,
+                cs->experiment, cs->run_dir, cs->step, cs->total_steps, eta);
+      else
+        fprintf(stderr, "%s %s: training into %s, %ld steps (about %s)\n", label,
+                cs->experiment, cs->run_dir, cs->total_steps, eta);
+      struct intrus_error e = {0};
+      if (run_cell(&a, s, r, c, label, &e)) {
+        /* The other cells still run; the table marks this one and the exit status says. */
+        fprintf(stderr, "%s failed: %s\n", label, e.msg);
+        snprintf(cs->error, sizeof cs->error, "%s", e.msg);
+        cs->state = CELL_FAILED;
+        failed++;
+        continue;
+      }
+      table_cell_refresh(s, r, c);
+    }
+  enum intrus_status st = table_score(s, &err);
+  if (!st) st = table_write(s, out_dir, &err);
+  if (!st) {
+    table_print_markdown(s, stdout);
+    printf("table: %s/table.md, table.csv, table.json\n", out_dir);
+  }
+  table_state_free(s);
+  table_spec_free(t);
+  if (st) return intrus_cli_fail("table", &err);
+  if (failed) {
+    fprintf(stderr, "intrus table: %d run%s failed (see above); their cells are empty\n",
+            failed, failed == 1 ? "" : "s");
+    return INTRUS_EXIT_FAILURE;
+  }
+  return INTRUS_EXIT_OK;
+}

@@ -1,0 +1,331 @@
+/* What each cell of a results table still needs, and how long that should take. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "intrus/blas.h"
+#include "intrus/checkpoint.h"
+#include "intrus/corpus.h"
+#include "table_run.h"
+
+/* ---- what the run directory holds ------------------------------------------------ */
+
+/* results.json of exactly these settings (its "fingerprint") and the test output. */
+static bool results_match(const char *run_dir, uint64_t fp) {
+  char path[4300], *json = NULL, want[64];
+  size_t len;
+  struct intrus_error e = {0};
+  snprintf(path, sizeof path, "%s/test.hyp", run_dir);
+  if (access(path, R_OK) != 0) return false;
+  snprintf(path, sizeof path, "%s/results.json", run_dir);
+  if (access(path, R_OK) != 0 || intrus_file_read_all(path, &json, &len, &e)) return false;
+  snprintf(want, sizeof want, "\"fingerprint\": \"%016" PRIx64 "\"", fp);
+  bool ok = strstr(json, want) != NULL;
+  free(json);
+  return ok;
+}
+
+static long checkpoint_step(const char *run_dir) {
+  char path[4300];
+  snprintf(path, sizeof path, "%s/checkpoint.ckpt", run_dir);
+  if (access(path, R_OK) != 0) return -1;
+  struct intrus_ckpt *c;
+  struct intrus_error e = {0};
+  if (intrus_ckpt_read(path, false, 0, &c, &e)) return -1;
+  uint64_t step = 0;
+  bool ok = intrus_ckpt_u64(c, "step", &step);
+  intrus_ckpt_free(c);
+  return ok ? (long)step : -1;
+}
+
+/* The last row of train.log: its step and train_s (the last column). */
+static bool log_last(const char *run_dir, long *step, double *train_s) {
+  char path[4300], line[1024], last[1024] = "";
+  snprintf(path, sizeof path, "%s/train.log", run_dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  while (fgets(line, sizeof line, f))
+    if (line[0] >= '0' && line[0] <= '9') snprintf(last, sizeof last, "%s", line);
+  fclose(f);
+  const char *tab = strrchr(last, '\t');
+  if (!*last || !tab) return false;
+  *step = strtol(last, NULL, 10);
+  *train_s = strtod(tab + 1, NULL);
+  return *step > 0 && *train_s > 0;
+}
+
+/* ---- the cost model --------------------------------------------------------------- */
+
+/* A lookup that adds no default to the tree (the config is written out by training). */
+static long long peek_int(const intrus_cfg *g, const char *key, long long def) {
+  long long v = def;
+  if (g && intrus_cfg_has(g, key)) intrus_cfg_int(g, key, def, &v, NULL);
+  return v;
+}
+static const char *peek_string(const intrus_cfg *g, const char *key, const char *def) {
+  const char *v = def;
+  if (g && intrus_cfg_has(g, key)) intrus_cfg_string(g, key, def, &v, NULL);
+  return v;
+}
+static const intrus_cfg *peek_group(const intrus_cfg *g, const char *key) {
+  const intrus_cfg *v = NULL;
+  if (g && intrus_cfg_has(g, key)) intrus_cfg_group(g, key, &v, NULL);
+  return v;
+}
+
+/* Steps the experiment trains: train.steps, or the sum of its phases' (an upper bound
+ * when a phase stops at a plateau). */
+static long total_steps(const struct intrus_config *cfg) {
+  const intrus_cfg *train = peek_group(intrus_config_root(cfg), "train");
+  int n = 0;
+  if (train && intrus_cfg_has(train, "phases") && !intrus_cfg_list_len(train, "phases", &n, NULL)) {
+    long sum = 0;
+    for (int i = 0; i < n; i++) {
+      const intrus_cfg *ph;
+      if (!intrus_cfg_list_group(train, "phases", i, &ph, NULL)) sum += peek_int(ph, "steps", 0);
+    }
+    return sum;
+  }
+  return (long)peek_int(train, "steps", 0);
+}
+
+/* sgemm GFLOP/s of this machine (a 512^3 product, best of a few). */
+static double sgemm_probe(void) {
+  enum { N = 512 };
+  float *a = calloc((size_t)3 * N * N, sizeof *a);
+  if (!a) return 0.0;
+  for (size_t i = 0; i < (size_t)2 * N * N; i++) a[i] = (float)(i % 7) * 0.1f;
+  double best = 1e30;
+  for (int rep = 0; rep < 6; rep++) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    intrus_gemm(false, false, N, N, N, 1.0f, a, N, a + (size_t)N * N, N, 0.0f,
+                a + (size_t)2 * N * N, N);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    if (s < best) best = s;
+  }
+  free(a);
+  return 2.0 * N * N * N / best / 1e9;
+}
+
+/* Seconds per step from the model's size: 6 FLOPs per parameter and target token at 60%
+ * of the sgemm peak for the left-to-right Transformer (what docs/benchmarks.md measures
+ * on 2 cores), and for insertion phases the states scored per sentence at half a
+ * sentence each, plus a rollout for the sampled and argmax policies. Fitted to this
+ * project's quickstart runs; an order of magnitude, not a measurement. */
+static double model_s_per_step(const struct intrus_config *cfg, double peak_gflops) {
+  const intrus_cfg *root = intrus_config_root(cfg);
+  const intrus_cfg *data = peek_group(root, "data"), *model = peek_group(root, "model"),
+                   *train = peek_group(root, "train");
+  const intrus_cfg *enc = peek_group(model, "encoder"), *dec = peek_group(model, "decoder");
+  double d = (double)peek_int(model, "d_model", 256);
+  double vocab, tokens;
+  if (strcmp(peek_string(data, "kind", ""), "parallel") == 0) {
+    vocab = (double)peek_int(data, "bpe_merges", 8000) + 300.0;
+    tokens = (double)peek_int(train, "batch_tokens", 4000);
+  } else {
+    vocab = (double)peek_int(data, "vocab", 16);
+    tokens = (double)peek_int(train, "batch", 32) *
+             (double)(peek_int(data, "min_len", 2) + peek_int(data, "max_len", 8)) / 2.0;
+  }
+  double enc_p = (double)peek_int(enc, "layers", 1) *
+                 (4 * d * d + 2 * d * (double)peek_int(enc, "ff", (long long)(4 * d)));
+  double dec_p = (double)peek_int(dec, "layers", 1) *
+                 (8 * d * d + 2 * d * (double)peek_int(dec, "ff", (long long)(4 * d)));
+  double flops = 6.0 * (enc_p + dec_p + d * vocab) * tokens;
+  double factor = 1.0;
+  if (strcmp(peek_string(dec, "plugin", ""), "insertion") == 0 && train &&
+      intrus_cfg_has(train, "phases")) {
+    /* Weighted by each phase's steps. */
+    int n = 0;
+    double sum = 0.0, steps = 0.0;
+    intrus_cfg_list_len(train, "phases", &n, NULL);
+    for (int i = 0; i < n; i++) {
+      const intrus_cfg *ph;
+      if (intrus_cfg_list_group(train, "phases", i, &ph, NULL)) continue;
+      const char *states = peek_string(ph, "states", "all");
+      double k = strcmp(states, "one") == 0    ? 1.0
+                 : strcmp(states, "some") == 0 ? (double)peek_int(ph, "per_sentence", 4)
+                                               : 12.0;
+      const char *policy = peek_string(peek_group(ph, "order"), "plugin", "uniform");
+      bool rollout = strcmp(policy, "sampled") == 0 || strcmp(policy, "argmax") == 0;
+      double st = (double)peek_int(ph, "steps", 0);
+      sum += st * (0.5 * k + (rollout ? 0.9 : 0.0));
+      steps += st;
+    }
+    if (steps > 0) factor = sum / steps;
+  }
+  return peak_gflops > 0 ? flops * factor / (0.6 * peak_gflops * 1e9) : NAN;
+}
+
+/* ---- cells ------------------------------------------------------------------------ */
+
+static enum intrus_status examine(struct table_state *s, int r, int c,
+                                  struct intrus_error *err) {
+  struct table_cell_state *cs = &s->cells[r][c];
+  const struct table_cell *cell = &s->t->rows[r].cells[c];
+  if (!cell->present) {
+    cs->state = CELL_EMPTY;
+    return INTRUS_OK;
+  }
+  struct intrus_config *cfg = intrus_config_load_file(cell->experiment, err);
+  if (!cfg) return err->status;
+  /* The fingerprints first: the lookups below must not see filled-in settings. */
+  uint64_t fp = cli_results_fingerprint(cfg);
+  static const char *const cost_paths[] = {"model", "train"};
+  cs->cost_fp = intrus_config_fingerprint(cfg, cost_paths, 2);
+  struct cli_experiment x;
+  enum intrus_status st = intrus_cli_experiment(cfg, NULL, s->plugin_path, &x, err);
+  if (st) {
+    intrus_config_free(cfg);
+    return st;
+  }
+  intrus_plugin_search_free(x.search);
+  snprintf(cs->experiment, sizeof cs->experiment, "%s", cell->experiment);
+  snprintf(cs->name, sizeof cs->name, "%s", x.name);
+  snprintf(cs->run_dir, sizeof cs->run_dir, "%s/%s", s->runs, x.name);
+  cs->total_steps = total_steps(cfg);
+  cs->step = checkpoint_step(cs->run_dir);
+  long log_step;
+  double train_s;
+  cs->train_s = NAN;
+  cs->s_per_step = NAN;
+  cs->measured = false;
+  if (log_last(cs->run_dir, &log_step, &train_s)) {
+    cs->train_s = train_s;
+    cs->s_per_step = train_s / (double)log_step;
+    cs->measured = true;
+  }
+  if (results_match(cs->run_dir, fp)) cs->state = CELL_DONE;
+  else if (cs->step >= 0) cs->state = CELL_PARTIAL;
+  else {
+    cs->state = CELL_NEW;
+    cs->step = 0;
+  }
+  if (cs->state != CELL_DONE && !cs->measured) {
+    /* A cell of the same model and training settings that has run: its speed. */
+    for (int rr = 0; rr < s->t->nrows && !cs->measured; rr++)
+      for (int cc = 0; cc < s->t->ncols && !cs->measured; cc++) {
+        const struct table_cell_state *o = &s->cells[rr][cc];
+        if ((rr != r || cc != c) && o->state != CELL_EMPTY && o->measured &&
+            o->cost_fp == cs->cost_fp) {
+          cs->s_per_step = o->s_per_step;
+          cs->measured = true;
+        }
+      }
+    if (!cs->measured) {
+      if (s->peak_gflops == 0.0) s->peak_gflops = sgemm_probe();
+      cs->s_per_step = model_s_per_step(cfg, s->peak_gflops);
+    }
+  }
+  long left = cs->total_steps - cs->step;
+  cs->estimate_s = cs->state == CELL_DONE ? 0.0 : (left > 0 ? left : 0) * cs->s_per_step;
+  intrus_config_free(cfg);
+  return INTRUS_OK;
+}
+
+struct table_state *table_state_new(const struct table_spec *t, const char *runs,
+                                    const char *plugin_path, struct intrus_error *err) {
+  struct table_state *s = calloc(1, sizeof *s);
+  if (!s) {
+    intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+    return NULL;
+  }
+  s->t = t;
+  snprintf(s->runs, sizeof s->runs, "%s", runs);
+  s->plugin_path = plugin_path;
+  /* Twice: measured cells first, so that the second pass can lend their speed to the
+   * cells of the same settings that have not run. */
+  for (int pass = 0; pass < 2; pass++)
+    for (int r = 0; r < t->nrows; r++)
+      for (int c = 0; c < t->ncols; c++) {
+        enum intrus_status st = examine(s, r, c, err);
+        if (st) {
+          intrus_error_prefix(err, "row %s, column %s", t->rows[r].name, t->cols[c].name);
+          free(s);
+          return NULL;
+        }
+      }
+  /* Two cells that train into one run directory would each undo the other's results. */
+  for (int r = 0; r < t->nrows; r++)
+    for (int c = 0; c < t->ncols; c++)
+      for (int r2 = 0; r2 < t->nrows; r2++)
+        for (int c2 = 0; c2 < t->ncols; c2++) {
+          const struct table_cell_state *a = &s->cells[r][c], *b = &s->cells[r2][c2];
+          if ((r2 * t->ncols + c2) > (r * t->ncols + c) && a->state != CELL_EMPTY &&
+              b->state != CELL_EMPTY && strcmp(a->run_dir, b->run_dir) == 0 &&
+              strcmp(a->experiment, b->experiment) != 0) {
+            intrus_error_set(err, INTRUS_ERR_CONFIG,
+                             "%s and %s both name experiment '%s' (run directory %s): give "
+                             "each experiment its own name",
+                             a->experiment, b->experiment, a->name, a->run_dir);
+            free(s);
+            return NULL;
+          }
+        }
+  return s;
+}
+
+void table_state_free(struct table_state *s) { free(s); }
+
+void table_cell_refresh(struct table_state *s, int r, int c) {
+  struct intrus_error e = {0};
+  struct table_cell_state *cs = &s->cells[r][c];
+  if (examine(s, r, c, &e)) {
+    cs->state = CELL_FAILED;
+    snprintf(cs->error, sizeof cs->error, "%s", e.msg);
+  }
+}
+
+static void duration(double sec, char *out, size_t n) {
+  if (!isfinite(sec)) snprintf(out, n, "?");
+  else if (sec < 90) snprintf(out, n, "%.0f s", sec);
+  else if (sec < 5400) snprintf(out, n, "%.0f min", sec / 60);
+  else snprintf(out, n, "%.1f h", sec / 3600);
+}
+
+void table_print_plan(const struct table_state *s, FILE *f) {
+  const struct table_spec *t = s->t;
+  double total = 0.0;
+  int runs = 0, modelled = 0;
+  fprintf(f, "%s (%s)\n", t->title, t->name);
+  for (int r = 0; r < t->nrows; r++)
+    for (int c = 0; c < t->ncols; c++) {
+      const struct table_cell_state *cs = &s->cells[r][c];
+      if (cs->state == CELL_EMPTY) continue;
+      char est[32];
+      duration(cs->estimate_s, est, sizeof est);
+      fprintf(f, "  %-12s %-10s ", t->rows[r].name, t->cols[c].name);
+      switch (cs->state) {
+      case CELL_DONE: fprintf(f, "done      %s", cs->run_dir); break;
+      case CELL_PARTIAL:
+        fprintf(f, "resume    %s at step %ld of %ld, %s%s", cs->run_dir, cs->step,
+                cs->total_steps, cs->measured ? "" : "~", est);
+        break;
+      case CELL_NEW:
+        fprintf(f, "train     %s, %ld steps, %s%s", cs->run_dir, cs->total_steps,
+                cs->measured ? "" : "~", est);
+        break;
+      default: fprintf(f, "failed    %s: %s", cs->run_dir, cs->error); break;
+      }
+      fputc('\n', f);
+      if (cs->state == CELL_PARTIAL || cs->state == CELL_NEW) {
+        runs++;
+        modelled += !cs->measured;
+        if (isfinite(cs->estimate_s)) total += cs->estimate_s;
+      }
+    }
+  char est[32];
+  duration(total, est, sizeof est);
+  if (!runs) fprintf(f, "nothing to train\n");
+  else
+    fprintf(f, "%d run%s to train, about %s of training%s\n", runs, runs == 1 ? "" : "s", est,
+            modelled ? " (~: from the model's size, not yet measured on this machine; "
+                       "decoding the test sets comes on top)"
+                     : " (from the runs' own speed; decoding the test sets comes on top)");
+}

@@ -1,0 +1,67 @@
+/* The state of a results table's cells (table_run.c), their scores and significance
+ * (table_score.c) and the files written from them (table_write.c). */
+#ifndef INTRUS_TABLE_RUN_H
+#define INTRUS_TABLE_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cli.h"
+#include "table_spec.h"
+
+enum table_cell_kind {
+  CELL_EMPTY,   /* the row has no experiment for this column */
+  CELL_NEW,     /* nothing trained yet */
+  CELL_PARTIAL, /* a checkpoint, but no results of these settings yet */
+  CELL_DONE,    /* results.json of these settings and test.hyp */
+  CELL_FAILED   /* running it failed (error) */
+};
+
+struct table_cell_state {
+  enum table_cell_kind state;
+  char experiment[4200], name[CLI_NAME_MAX + 1], run_dir[4200];
+  long step, total_steps;   /* checkpoint step; steps the experiment trains (at most) */
+  double train_s;           /* training seconds so far (train.log), NAN if none */
+  double s_per_step;        /* measured (train.log) or estimated, NAN if unknown */
+  bool measured;            /* s_per_step comes from a train.log, not the cost model */
+  double estimate_s;        /* training time still to go */
+  uint64_t cost_fp;         /* model + train settings: cells with equal ones cost alike */
+  char error[1024];
+  /* table_score: */
+  bool scored;
+  double score, ratio;
+  char signature[256];
+  bool tested;              /* compared with the baseline row's cell of this column */
+  double p_value;           /* sacreBLEU paired-bs p (two-sided) */
+  double baseline_score;    /* the baseline's score in the same comparison */
+  int b_better, samples;
+};
+
+struct table_state {
+  const struct table_spec *t;
+  char runs[4096];
+  const char *plugin_path;
+  double peak_gflops; /* sgemm probe for the cost model; 0 until needed */
+  struct table_cell_state cells[TABLE_MAX_ROWS][TABLE_MAX_COLUMNS];
+};
+
+/* Loads every cell's experiment file (a file that does not parse is an error here,
+ * before any training) and finds what each still needs. NULL on error. */
+struct table_state *table_state_new(const struct table_spec *t, const char *runs,
+                                    const char *plugin_path, struct intrus_error *err);
+void table_state_free(struct table_state *s);
+/* Looks at cell (r, c)'s run directory again (after running it). */
+void table_cell_refresh(struct table_state *s, int r, int c);
+/* One line per cell: state, run directory, steps, estimated time; and the total. */
+void table_print_plan(const struct table_state *s, FILE *f);
+
+/* Scores every done cell's test.hyp and tests each row against the baseline row. */
+enum intrus_status table_score(struct table_state *s, struct intrus_error *err);
+
+/* OUT/table.md, table.csv, table.json (each atomically). */
+enum intrus_status table_write(const struct table_state *s, const char *out_dir,
+                               struct intrus_error *err);
+void table_print_markdown(const struct table_state *s, FILE *f);
+
+#endif

@@ -1,0 +1,151 @@
+#!/bin/sh
+# intrus table on a tiny table of two experiments (left-to-right and right-to-left on a
+# slice of the bundled en-de data): bad table files are refused naming file, line and
+# setting before anything trains; --dry-run runs nothing; a table killed with SIGKILL in
+# the middle of a run and invoked again resumes it and ends with the same numbers as an
+# uninterrupted table (logs, outputs, scores); a second invocation trains nothing; two
+# tables that share a run, started together, train it once.
+set -u
+build=${INTRUS_TEST_BUILDDIR:-.}
+src=${INTRUS_TEST_SRCDIR:-.}
+intrus="$build/intrus"
+fails=0
+checks=0
+ok() { checks=$((checks + 1)); echo "ok: $1"; }
+bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL: $1" >&2; }
+expect() { # expect DESCRIPTION COMMAND... : passes when the command succeeds
+  d=$1
+  shift
+  if "$@"; then ok "$d"; else bad "$d"; fi
+}
+
+tmp=$(mktemp -d) || exit 1
+trap 'kill -9 $bg 2>/dev/null; rm -rf "$tmp"' 0
+bg=
+cd "$tmp" || exit 1
+mkdir data
+for s in train:400 valid:40 test:40; do
+  split=${s%:*}
+  n=${s#*:}
+  for l in en de; do
+    gzip -dc "$src/data/mt/en-de/$split.$l.gz" | head -n "$n" > "data/$split.$l"
+  done
+done
+cat > common.cfg <<'EOF'
+seed = 3;
+data: { kind = "parallel"; dir = "data"; src = "en"; tgt = "de"; bpe_merges = 200; max_len = 40; };
+search: { beam = 2; batch_tokens = 500; };
+EOF
+experiment() { # NAME ORDER STEPS
+  cat > "$1.cfg" <<EOF
+@include "common.cfg"
+name = "tt-$1";
+model: { d_model = 32; order = "$2";
+  encoder: { plugin = "transformer"; layers = 1; heads = 2; ff = 64; dropout = 0.1; };
+  decoder: { plugin = "autoregressive"; layers = 1; heads = 2; ff = 64; dropout = 0.1; };
+};
+train: { steps = $3; batch_tokens = 400; lr = 3e-3; warmup = 5; log_every = 10;
+  valid_every = 100; valid_bleu = 20; checkpoint_every = 20; };
+EOF
+}
+experiment l2r l2r 600
+experiment r2l r2l 40
+cat > table.cfg <<'EOF'
+title = "tiny table";
+baseline = "l2r";
+columns = ( { name = "en-de"; title = "En-De"; } );
+rows = (
+  { name = "l2r"; title = "Left-to-right"; experiments = { en-de = "l2r.cfg"; };
+    paper = { en-de = 27.5; }; },
+  { name = "r2l"; title = "Right-to-left"; experiments = { en-de = "r2l.cfg"; }; }
+);
+EOF
+
+# ---- bad table files: refused before anything runs ----------------------------------
+refused() { # DESCRIPTION WANT-EXIT WANT-TEXT SED-EXPRESSION
+  sed "$4" table.cfg > bad.cfg
+  "$intrus" table bad.cfg > out.txt 2>&1
+  rc=$?
+  if [ $rc -eq "$2" ] && grep -q -- "$3" out.txt && [ ! -d runs ]; then
+    ok "$1"
+  else
+    bad "$1: exit $rc (want $2), wanted '$3' in: $(cat out.txt)"
+  fi
+}
+refused "an unknown setting" 3 "bad.cfg:1: unknown setting .titel" 's/^title/titel/'
+refused "a baseline that is no row" 3 "bad.cfg:2: baseline: 'l2rr' is not the name of a row" \
+  's/baseline = "l2r"/baseline = "l2rr"/'
+refused "a misspelt column in experiments" 3 "bad.cfg:7: .*en-dx" \
+  '7s/en-de = "r2l.cfg"/en-dx = "r2l.cfg"/'
+refused "a missing experiment file" 5 "r2x.cfg" 's/r2l.cfg/r2x.cfg/'
+refused "two rows of one name" 3 "named twice" 's/name = "r2l"/name = "l2r"/'
+refused "a bad metric" 3 "metric" 's/title = "En-De";/title = "En-De"; metric = "ter";/'
+"$intrus" table > out.txt 2>&1
+expect "no table file: usage error" test $? -eq 2
+
+# ---- --dry-run ------------------------------------------------------------------------
+"$intrus" table --dry-run table.cfg > plan.txt 2>&1
+rc=$?
+expect "--dry-run exits 0" test $rc -eq 0
+expect "--dry-run lists both runs to train" grep -q "2 runs to train" plan.txt
+expect "--dry-run trains nothing" test ! -d runs
+
+# ---- uninterrupted, then killed and resumed ------------------------------------------
+"$intrus" table -q -r ref -O ref-out table.cfg > ref.txt 2>&1
+expect "the uninterrupted table runs" test $? -eq 0
+"$intrus" table -q -r cut -O cut-out table.cfg > cut1.txt 2>&1 &
+bg=$!
+# Kill it once l2r has checkpointed (step 20 or later) and before it finished.
+i=0
+while [ $i -lt 600 ] && [ ! -f cut/tt-l2r/checkpoint.ckpt ]; do
+  sleep 0.05
+  i=$((i + 1))
+done
+kill -9 $bg 2>/dev/null
+wait $bg 2>/dev/null
+bg=
+if [ -f cut/tt-l2r/results.json ]; then
+  bad "the run finished before it was killed (make tt-l2r longer)"
+fi
+"$intrus" table --dry-run -r cut table.cfg > plan2.txt 2>&1
+expect "after the kill, --dry-run resumes l2r" grep -q "resume .*cut/tt-l2r at step" plan2.txt
+"$intrus" table -q -r cut -O cut-out table.cfg > cut2.txt 2>&1
+expect "the killed table resumes and ends" test $? -eq 0
+for f in tt-l2r/test.hyp tt-r2l/test.hyp; do
+  expect "$f equals the uninterrupted run's" cmp -s "ref/$f" "cut/$f"
+done
+# train.log without its speed columns (tokens_per_s, train_s): losses, lr, validation.
+cut -f1-3,5,6 ref/tt-l2r/train.log > a.log
+cut -f1-3,5,6 cut/tt-l2r/train.log > b.log
+expect "the resumed train.log equals the uninterrupted one" cmp -s a.log b.log
+cut -d, -f1-8 ref-out/table.csv > a.csv
+cut -d, -f1-8 cut-out/table.csv > b.csv
+expect "the resumed table's scores equal the uninterrupted one's" cmp -s a.csv b.csv
+expect "table.md written" grep -q "| Left-to-right (baseline) |" cut-out/table.md
+expect "table.json names the baseline" grep -q '"baseline": "l2r"' cut-out/table.json
+expect "the paper's number is in the table" grep -q "27.50" cut-out/table.md
+
+# ---- a second invocation trains nothing ------------------------------------------------
+sum1=$(cat cut/tt-l2r/train.log cut/tt-r2l/train.log | cksum)
+"$intrus" table -r cut -O cut-out table.cfg > again.txt 2>&1
+expect "a second invocation succeeds" test $? -eq 0
+expect "a second invocation has nothing to train" grep -q "nothing to train" again.txt
+expect "a second invocation leaves the logs alone" \
+  test "$sum1" = "$(cat cut/tt-l2r/train.log cut/tt-r2l/train.log | cksum)"
+
+# ---- two tables sharing a run ---------------------------------------------------------
+experiment l2r l2r 100
+sed -e 's/"r2l.cfg"/"l2r.cfg"/' -e 's/"r2l"/"other"/' table.cfg > table2.cfg
+"$intrus" table -q -r both -O both1 table.cfg > both1.txt 2>&1 &
+bg=$!
+"$intrus" table -q -r both -O both2 table2.cfg > both2.txt 2>&1
+rc2=$?
+wait $bg
+rc1=$?
+bg=
+expect "two tables sharing a run both succeed" test $rc1 -eq 0 -a $rc2 -eq 0
+steps=$(grep -c '^100	' both/tt-l2r/train.log)
+expect "the shared run trained once (step 100 logged $steps times)" test "$steps" -eq 1
+
+echo "test_table: $checks checks, $fails failed"
+[ $fails -eq 0 ]
