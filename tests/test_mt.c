@@ -140,6 +140,44 @@ static void test_vocab_mismatch(const char *cfg) {
   EXPECT_CONTAINS(err.msg, "vocabulary");
 }
 
+/* eval.checkpoint = "best": intrus run decodes the test set with best.ckpt (the run is
+ * trained: it only decodes), as intrus decode -c best.ckpt does; a bad value is refused. */
+static void test_cli_test_checkpoint(void) {
+  char out[16384], path[600];
+  char *base = test_read_file(test_tmp_path("mt.cfg"));
+  size_t n = strlen(base) + 200;
+  char *text = malloc(n);
+  snprintf(text, n, "%seval: { checkpoint = \"best\"; };\n", base);
+  snprintf(path, sizeof path, "%s/mt-best.cfg", test_tmpdir);
+  test_write_file(path, text);
+  snprintf(text, n, "%seval: { checkpoint = \"worst\"; };\n", base);
+  snprintf(path, sizeof path, "%s/mt-worst.cfg", test_tmpdir);
+  test_write_file(path, text);
+  free(text);
+  free(base);
+  int rc = test_run_intrus(test_tmpdir, "run mt-best.cfg -o a -q", out, sizeof out);
+  EXPECT(rc == 0, "run with eval.checkpoint = best: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "decoded with best.ckpt");
+  char *json = test_read_file(test_tmp_path("a/results.json"));
+  EXPECT_CONTAINS(json, "\"test_checkpoint\": \"best.ckpt\"");
+  free(json);
+  rc = test_run_intrus(test_tmpdir, "decode mt.cfg -o a -c a/best.ckpt -i data/test.en -O "
+                       "a/test-best.out -q", out, sizeof out);
+  EXPECT(rc == 0, "decode -c best.ckpt: exit %d: %s", rc, out);
+  char *a = test_read_file(test_tmp_path("a/test.hyp"));
+  char *b = test_read_file(test_tmp_path("a/test-best.out"));
+  EXPECT(a && b && strcmp(a, b) == 0, "intrus run with best.ckpt wrote another test.hyp than "
+                                      "intrus decode -c best.ckpt");
+  free(a);
+  free(b);
+  rc = test_run_intrus(test_tmpdir, "run mt-worst.cfg -o worst -q", out, sizeof out);
+  EXPECT(rc == 3, "eval.checkpoint = worst: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "checkpoint");
+  EXPECT_CONTAINS(out, "worst");
+  snprintf(path, sizeof path, "%s/worst/checkpoint.ckpt", test_tmpdir);
+  EXPECT(access(path, F_OK) != 0, "eval.checkpoint = worst: training ran");
+}
+
 static void test_cli_decode_and_run(void) {
   char out[16384];
   int rc = test_run_intrus(test_tmpdir, "decode mt.cfg -o a -i data/test.en -O a/test.out -q",
@@ -155,7 +193,10 @@ static void test_cli_decode_and_run(void) {
   char *json = test_read_file(test_tmp_path("a/results.json"));
   EXPECT_CONTAINS(json, "\"BLEU\": ");
   EXPECT_CONTAINS(json, "\"test_sentences\": 30");
+  EXPECT_CONTAINS(json, "\"test_checkpoint\": \"checkpoint.ckpt\"");
+  EXPECT_CONTAINS(json, "\"fingerprint\": \"");
   free(json);
+  test_cli_test_checkpoint();
   rc = test_run_intrus(test_tmpdir, "decode mt.cfg -o nosuchrun -i data/test.en -q", out,
                        sizeof out);
   EXPECT(rc == 5, "decode without a trained run: exit %d: %s", rc, out);

@@ -37,6 +37,7 @@ struct run_scores {
   struct score_result bleu;
   size_t sentences;
   char hyp_path[4200];
+  char checkpoint[32]; /* the checkpoint that decoded it: checkpoint.ckpt or best.ckpt */
 };
 /* What intrus run will read after training, checked before it: the test pair exists and
  * its two sides have the same number of lines (text data; nothing for synthetic). */

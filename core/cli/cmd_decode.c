@@ -271,17 +271,31 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
   const intrus_cfg *eval = NULL, *bleu = NULL;
   enum intrus_status st;
   memset(rs, 0, sizeof *rs);
-  snprintf(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", run_dir);
+  /* eval.checkpoint: the last checkpoint (default) or the best by validation. */
+  static const char *const test_ckpts[] = {"last", "best", NULL};
+  int which = 0;
   if ((st = intrus_cfg_group(intrus_config_root(cfg), "eval", &eval, err)) ||
       (eval && (st = intrus_cfg_group(eval, "bleu", &bleu, err))) ||
-      (eval && (st = intrus_cfg_check_unknown(eval, err))) ||
-      (st = translator_open(cfg, run_dir, ckpt, search, &t, err)))
+      (eval && (st = intrus_cfg_choice(eval, "checkpoint", "last", test_ckpts, &which, err))) ||
+      (eval && (st = intrus_cfg_check_unknown(eval, err))))
     goto done;
+  snprintf(ckpt, sizeof ckpt, "%s/%s", run_dir, which ? "best.ckpt" : "checkpoint.ckpt");
+  if (which && access(ckpt, R_OK) != 0) {
+    st = intrus_error_set(err, INTRUS_ERR_IO,
+                          "%s: eval.checkpoint = \"best\", but training wrote no best.ckpt "
+                          "(it needs at least one validation: train.valid_every)",
+                          ckpt);
+    goto done;
+  }
+  snprintf(rs->checkpoint, sizeof rs->checkpoint, "%s", which ? "best.ckpt" : "checkpoint.ckpt");
+  if ((st = translator_open(cfg, run_dir, ckpt, search, &t, err))) goto done;
   dataset_split_path(&t.data, "test", t.data.src_lang, src, sizeof src);
   dataset_split_path(&t.data, "test", t.data.tgt_lang, tgt, sizeof tgt);
   if ((st = intrus_parallel_read(src, tgt, &test, err))) goto done;
   t.input_name = src;
-  if (progress) fprintf(progress, "decoding the test set (%zu sentences, beam %d)\n", test.n, t.beam.beam);
+  if (progress)
+    fprintf(progress, "decoding the test set (%zu sentences, beam %d) with %s\n", test.n,
+            t.beam.beam, rs->checkpoint);
   if ((st = translator_run(&t, test.src, test.n, progress, &hyps, NULL, err))) goto done;
   snprintf(path, sizeof path, "%s/test.hyp", run_dir);
   if ((st = write_lines(path, hyps, test.n, err)) ||

@@ -38,6 +38,8 @@ static enum intrus_status write_results(const struct cli_experiment *x,
           res->last_loss, res->valid_loss);
   if (!isnan(res->valid_bleu)) fprintf(f, ", \"valid_bleu\": %.4f", res->valid_bleu);
   if (r->text) {
+    fprintf(f, ", \"test_checkpoint\": ");
+    cli_json_string(f, r->scores.checkpoint);
     fprintf(f, ", \"test_sentences\": %zu, \"test\": {", r->scores.sentences);
     for (int i = 0; i < r->scores.bleu.count; i++) {
       fprintf(f, "%s", i ? ", " : "");

@@ -42,20 +42,38 @@ static long checkpoint_step(const char *run_dir) {
   return ok ? (long)step : -1;
 }
 
-/* The last row of train.log: its step and train_s (the last column). */
-static bool log_last(const char *run_dir, long *step, double *train_s) {
-  char path[4300], line[1024], last[1024] = "";
+/* From train.log: the last row's step and train_s (the last column), and the seconds per
+ * step of the last rows (up to 5 rows back: the current phase's speed, not the run's
+ * average, which an INTRUS run's cheap pretraining would pull down). */
+static bool log_speed(const char *run_dir, long *step, double *train_s, double *s_per_step) {
+  enum { BACK = 5 };
+  char path[4300], line[1024];
+  long steps[BACK + 1];
+  double secs[BACK + 1];
+  int n = 0;
   snprintf(path, sizeof path, "%s/train.log", run_dir);
   FILE *f = fopen(path, "r");
   if (!f) return false;
-  while (fgets(line, sizeof line, f))
-    if (line[0] >= '0' && line[0] <= '9') snprintf(last, sizeof last, "%s", line);
+  while (fgets(line, sizeof line, f)) {
+    const char *tab = strrchr(line, '\t');
+    if (line[0] < '0' || line[0] > '9' || !tab) continue;
+    if (n == BACK + 1) {
+      memmove(steps, steps + 1, BACK * sizeof *steps);
+      memmove(secs, secs + 1, BACK * sizeof *secs);
+      n--;
+    }
+    steps[n] = strtol(line, NULL, 10);
+    secs[n] = strtod(tab + 1, NULL);
+    n++;
+  }
   fclose(f);
-  const char *tab = strrchr(last, '\t');
-  if (!*last || !tab) return false;
-  *step = strtol(last, NULL, 10);
-  *train_s = strtod(tab + 1, NULL);
-  return *step > 0 && *train_s > 0;
+  if (n == 0 || steps[n - 1] <= 0 || !(secs[n - 1] > 0)) return false;
+  *step = steps[n - 1];
+  *train_s = secs[n - 1];
+  *s_per_step = *train_s / (double)*step;
+  if (n >= 2 && steps[n - 1] > steps[0] && secs[n - 1] > secs[0])
+    *s_per_step = (secs[n - 1] - secs[0]) / (double)(steps[n - 1] - steps[0]);
+  return true;
 }
 
 /* ---- the cost model --------------------------------------------------------------- */
@@ -192,13 +210,13 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   cs->total_steps = total_steps(cfg);
   cs->step = checkpoint_step(cs->run_dir);
   long log_step;
-  double train_s;
+  double train_s, sps;
   cs->train_s = NAN;
   cs->s_per_step = NAN;
   cs->measured = false;
-  if (log_last(cs->run_dir, &log_step, &train_s)) {
+  if (log_speed(cs->run_dir, &log_step, &train_s, &sps)) {
     cs->train_s = train_s;
-    cs->s_per_step = train_s / (double)log_step;
+    cs->s_per_step = sps;
     cs->measured = true;
   }
   if (results_match(cs->run_dir, fp)) cs->state = CELL_DONE;
@@ -294,13 +312,18 @@ void table_print_plan(const struct table_state *s, FILE *f) {
   double total = 0.0;
   int runs = 0, modelled = 0;
   fprintf(f, "%s (%s)\n", t->title, t->name);
+  int wr = 4, wc = 6; /* widths of the row and column names */
+  for (int r = 0; r < t->nrows; r++)
+    if ((int)strlen(t->rows[r].name) > wr) wr = (int)strlen(t->rows[r].name);
+  for (int c = 0; c < t->ncols; c++)
+    if ((int)strlen(t->cols[c].name) > wc) wc = (int)strlen(t->cols[c].name);
   for (int r = 0; r < t->nrows; r++)
     for (int c = 0; c < t->ncols; c++) {
       const struct table_cell_state *cs = &s->cells[r][c];
       if (cs->state == CELL_EMPTY) continue;
       char est[32];
       duration(cs->estimate_s, est, sizeof est);
-      fprintf(f, "  %-12s %-10s ", t->rows[r].name, t->cols[c].name);
+      fprintf(f, "  %-*s  %-*s  ", wr, t->rows[r].name, wc, t->cols[c].name);
       switch (cs->state) {
       case CELL_DONE: fprintf(f, "done      %s", cs->run_dir); break;
       case CELL_PARTIAL:

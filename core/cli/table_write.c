@@ -90,7 +90,6 @@ static void detail_rows(const struct table_state *s, FILE *f) {
     }
 }
 
-static void json_string(FILE *f, const char *s) { cli_json_string(f, s); }
 
 static void json_number(FILE *f, bool have, double v, const char *fmt) {
   if (have && isfinite(v)) fprintf(f, fmt, v);
@@ -100,11 +99,11 @@ static void json_number(FILE *f, bool have, double v, const char *fmt) {
 static void write_json(const struct table_state *s, FILE *f) {
   const struct table_spec *t = s->t;
   fputs("{\n \"name\": ", f);
-  json_string(f, t->name);
+  cli_json_string(f, t->name);
   fputs(",\n \"title\": ", f);
-  json_string(f, t->title);
+  cli_json_string(f, t->title);
   fputs(",\n \"baseline\": ", f);
-  if (t->baseline >= 0) json_string(f, t->rows[t->baseline].name);
+  if (t->baseline >= 0) cli_json_string(f, t->rows[t->baseline].name);
   else fputs("null", f);
   fprintf(f, ",\n \"bootstrap_samples\": %d,\n \"bootstrap_seed\": %llu,\n \"p_level\": %g,\n"
              " \"cells\": [",
@@ -118,17 +117,17 @@ static void write_json(const struct table_state *s, FILE *f) {
       fputs(first ? "\n  {" : ",\n  {", f);
       first = false;
       fputs("\"row\": ", f);
-      json_string(f, t->rows[r].name);
+      cli_json_string(f, t->rows[r].name);
       fputs(", \"column\": ", f);
-      json_string(f, t->cols[c].name);
+      cli_json_string(f, t->cols[c].name);
       fputs(", \"metric\": ", f);
-      json_string(f, t->cols[c].metric);
+      cli_json_string(f, t->cols[c].metric);
       fputs(", \"experiment\": ", f);
-      json_string(f, cs->experiment);
+      cli_json_string(f, cs->experiment);
       fputs(", \"run_dir\": ", f);
-      json_string(f, cs->run_dir);
+      cli_json_string(f, cs->run_dir);
       fputs(", \"state\": ", f);
-      json_string(f, state_name(cs->state));
+      cli_json_string(f, state_name(cs->state));
       fprintf(f, ", \"steps\": %ld, \"train_s\": ", cs->step > 0 ? cs->step : 0L);
       json_number(f, true, cs->train_s, "%.1f");
       fputs(", \"score\": ", f);
@@ -143,11 +142,11 @@ static void write_json(const struct table_state *s, FILE *f) {
       fputs(cs->tested ? (significant(s, cs) ? "true" : "false") : "null", f);
       if (cs->scored) {
         fputs(", \"signature\": ", f);
-        json_string(f, cs->signature);
+        cli_json_string(f, cs->signature);
       }
       if (cs->state == CELL_FAILED) {
         fputs(", \"error\": ", f);
-        json_string(f, cs->error);
+        cli_json_string(f, cs->error);
       }
       fputc('}', f);
     }
@@ -200,8 +199,10 @@ static void write_csv(const struct table_state *s, FILE *f) {
     }
 }
 
+typedef void table_writer(const struct table_state *s, FILE *f);
+
 static enum intrus_status write_one(const struct table_state *s, const char *dir,
-                                    const char *file, void (*fn)(const struct table_state *, FILE *),
+                                    const char *file, table_writer *fn,
                                     struct intrus_error *err) {
   char *buf = NULL, path[4400];
   size_t len = 0;
@@ -218,9 +219,9 @@ static enum intrus_status write_one(const struct table_state *s, const char *dir
 enum intrus_status table_write(const struct table_state *s, const char *out_dir,
                                struct intrus_error *err) {
   enum intrus_status st;
-  if ((st = run_dir_make(out_dir, err)) || (st = write_one(s, out_dir, "table.md", write_md, err)) ||
-      (st = write_one(s, out_dir, "table.csv", write_csv, err)) ||
-      (st = write_one(s, out_dir, "table.json", write_json, err)))
+  if ((st = run_dir_make(out_dir, err)) ||
+      (st = write_one(s, out_dir, "table.md", write_md, err)) ||
+      (st = write_one(s, out_dir, "table.csv", write_csv, err)))
     return st;
-  return INTRUS_OK;
+  return write_one(s, out_dir, "table.json", write_json, err);
 }

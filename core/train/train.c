@@ -317,8 +317,14 @@ static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config 
   /* Training phases smooth their token terms as the baseline smooths its targets; the
    * validation loss, compared across runs, never does. */
   for (int i = 0; i < t->ph.count; i++) t->ph.phase[i].spec.label_smoothing = t->tc.label_smoothing;
+  /* eval.checkpoint is intrus run's (which checkpoint decodes the test set); read here
+   * too so that a bad value is refused before training rather than after it. */
+  static const char *const test_ckpts[] = {"last", "best", NULL};
+  int test_ckpt;
   if ((st = intrus_cfg_group(root, "eval", &eval_cfg, err)) ||
       (eval_cfg && (st = intrus_cfg_group(eval_cfg, "bleu", &t->bleu_cfg, err))) ||
+      (eval_cfg &&
+       (st = intrus_cfg_choice(eval_cfg, "checkpoint", "last", test_ckpts, &test_ckpt, err))) ||
       (eval_cfg && (st = intrus_cfg_check_unknown(eval_cfg, err))) ||
       (st = intrus_cfg_check_unknown(root, err)))
     return st;

@@ -1,0 +1,61 @@
+#!/bin/sh
+# Every experiment of the small preset (and one of each decoder from the paper preset)
+# is a valid experiment: each trains one step, read as strictly as any run reads it,
+# on a stand-in corpus (a slice of the bundled en-de text under each pair's file names,
+# since data/mt-full is built, not bundled). The table files of both presets list
+# every cell (--dry-run loads each experiment file).
+set -u
+build=${INTRUS_TEST_BUILDDIR:-.}
+src=${INTRUS_TEST_SRCDIR:-.}
+intrus="$build/intrus"
+fails=0
+checks=0
+ok() { checks=$((checks + 1)); }
+bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL: $1" >&2; }
+
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' 0
+mkdir -p "$tmp/experiments" "$tmp/data/mt-full"
+cp -R "$src/experiments/common" "$src/experiments/small" "$src/experiments/paper" \
+  "$tmp/experiments/"
+chmod -R u+w "$tmp/experiments"
+for pair in en-ru en-ja en-ar en-de; do
+  l=${pair#en-}
+  d="$tmp/data/mt-full/$pair"
+  mkdir -p "$d"
+  for s in train:120 valid:8 test:8; do
+    split=${s%:*}
+    n=${s#*:}
+    gzip -dc "$src/data/mt/en-de/$split.en.gz" | head -n "$n" > "$d/$split.en"
+    gzip -dc "$src/data/mt/en-de/$split.de.gz" | head -n "$n" > "$d/$split.$l"
+  done
+done
+
+train_one() { # EXPERIMENT-FILE (relative to $tmp/experiments)
+  if "$intrus" train "$tmp/experiments/$1" -o "$tmp/runs/$(echo "$1" | tr / _)" -n 1 -q \
+    > "$tmp/out.txt" 2>&1; then
+    ok
+  else
+    bad "$1 does not train: $(cat "$tmp/out.txt")"
+  fi
+}
+n=0
+for f in $(cd "$tmp/experiments" && ls small/*/*.cfg | grep -v "^small/common/"); do
+  train_one "$f"
+  n=$((n + 1))
+done
+train_one paper/en-ru/l2r.cfg
+train_one paper/en-ru/intrus.cfg
+[ "$n" -ge 19 ] || bad "only $n experiment files under experiments/small"
+
+for t in small/table1.cfg small/table2-en-ru.cfg paper/table1.cfg paper/table2-en-ru.cfg; do
+  if "$intrus" table --dry-run -r "$tmp/runs-none" "$tmp/experiments/$t" > "$tmp/out.txt" 2>&1 &&
+    grep -q "runs to train" "$tmp/out.txt"; then
+    ok
+  else
+    bad "intrus table --dry-run $t: $(cat "$tmp/out.txt")"
+  fi
+done
+
+echo "test_presets: $checks checks ($n small-preset experiments trained a step), $fails failed"
+[ $fails -eq 0 ]
