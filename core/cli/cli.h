@@ -92,5 +92,6 @@ int intrus_cmd_eval(int argc, char **argv);
 int intrus_cmd_run(int argc, char **argv);
 int intrus_cmd_plot(int argc, char **argv);
 int intrus_cmd_table(int argc, char **argv);
+int intrus_cmd_analyze(int argc, char **argv);
 
 #endif

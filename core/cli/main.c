@@ -20,6 +20,7 @@ static const char usage[] =
     "  run       train, decode and evaluate an experiment (resumable)\n"
     "  plot      draw the learning curves of runs into one PNG\n"
     "  table     run a results table: every cell an experiment, with significance\n"
+    "  analyze   order analysis of decoding traces (when each kind of word is written)\n"
     "\n"
     "Options:\n"
     "  -h, --help     show this help (also: intrus <command> --help)\n"
@@ -39,7 +40,7 @@ struct command {
 static const struct command commands[] = {
     {"plugins", intrus_cmd_plugins}, {"train", intrus_cmd_train}, {"decode", intrus_cmd_decode},
     {"eval", intrus_cmd_eval},       {"run", intrus_cmd_run},       {"plot", intrus_cmd_plot},
-    {"table", intrus_cmd_table},
+    {"table", intrus_cmd_table},     {"analyze", intrus_cmd_analyze},
 };
 
 int main(int argc, char **argv) {

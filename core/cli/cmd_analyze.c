@@ -1,0 +1,180 @@
+/* intrus analyze order: relative generation index by word class (the paper's Figure 4),
+ * from the order.tsv files of `intrus decode --trace`, as a table and a bar chart. */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "viz/bars.h"
+#include "viz/order_stats.h"
+
+#define MAX_FILES 16
+
+static const char analyze_usage[] =
+    "Usage: intrus analyze order ORDER.tsv... [options]\n"
+    "\n"
+    "When does an insertion model write each kind of word? Reads the order.tsv files of\n"
+    "'intrus decode --trace DIR' (one per system, up to 16), joins BPE pieces into words\n"
+    "and prints, per word class, the number of words and the mean relative generation\n"
+    "index (0: written first, 1: written last; a word counts from its first-written\n"
+    "piece) with its 95%% interval. Classes: punctuation, function words (a closed list\n"
+    "for en, de, ru: articles, pronouns, prepositions, conjunctions, auxiliaries,\n"
+    "particles) and content words; other languages get punctuation and words.\n"
+    "\n"
+    "Options:\n"
+    "  -l, --lang L        the language of the outputs (en, de, ru have word lists)\n"
+    "  -L, --label NAME    the name of each file, in order (default: its folder)\n"
+    "  -o, --out OUT.png   also draw a bar chart (cairo)\n"
+    "      --title TEXT    the chart's title\n"
+    "      --json          print JSON instead of the table\n"
+    "  -h, --help          this help\n";
+
+enum { OPT_TITLE = 256, OPT_JSON };
+
+/* "runs/x/trace/order.tsv" -> "trace"; the folder names the system. */
+static void default_label(const char *path, char *out, size_t n) {
+  const char *end = strrchr(path, '/');
+  if (!end) {
+    snprintf(out, n, "%s", path);
+    return;
+  }
+  const char *start = end;
+  while (start > path && start[-1] != '/') start--;
+  snprintf(out, n, "%.*s", (int)(end - start), start);
+  if (!*out) snprintf(out, n, "%s", path);
+}
+
+static int analyze_order(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"lang", required_argument, NULL, 'l'}, {"label", required_argument, NULL, 'L'},
+      {"out", required_argument, NULL, 'o'},  {"title", required_argument, NULL, OPT_TITLE},
+      {"json", no_argument, NULL, OPT_JSON},  {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const char *lang = NULL, *out = NULL, *title = NULL, *labels[MAX_FILES];
+  int nlabels = 0;
+  bool json = false;
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, "l:L:o:h", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'l': lang = optarg; break;
+    case 'L':
+      if (nlabels == MAX_FILES) {
+        fprintf(stderr, "intrus analyze order: at most %d --label\n", MAX_FILES);
+        return INTRUS_EXIT_USAGE;
+      }
+      labels[nlabels++] = optarg;
+      break;
+    case 'o': out = optarg; break;
+    case OPT_TITLE: title = optarg; break;
+    case OPT_JSON: json = true; break;
+    case 'h': printf(analyze_usage); return INTRUS_EXIT_OK;
+    default: fprintf(stderr, analyze_usage); return INTRUS_EXIT_USAGE;
+    }
+  }
+  int nfiles = argc - optind;
+  if (nfiles < 1 || nfiles > MAX_FILES || (nlabels && nlabels != nfiles)) {
+    fprintf(stderr,
+            nfiles < 1 ? "intrus analyze order: expected order.tsv files\n"
+            : nfiles > MAX_FILES
+                ? "intrus analyze order: at most 16 files\n"
+                : "intrus analyze order: %d --label for %d files (give one per file, or none)\n",
+            nlabels, nfiles);
+    return INTRUS_EXIT_USAGE;
+  }
+  bool have_list = word_list_known(lang);
+  if (lang && !have_list)
+    fprintf(stderr, "intrus analyze order: no function-word list for '%s' (there are for en, "
+                    "de, ru): the classes are punctuation and words\n", lang);
+  struct order_stats st[MAX_FILES];
+  char names[MAX_FILES][256];
+  memset(st, 0, sizeof st);
+  for (int i = 0; i < nfiles; i++) {
+    struct intrus_error err = {0};
+    if (order_stats_read(argv[optind + i], have_list ? lang : NULL, &st[i], &err))
+      return intrus_cli_fail("analyze order", &err);
+    if (nlabels) snprintf(names[i], sizeof names[i], "%s", labels[i]);
+    else default_label(argv[optind + i], names[i], sizeof names[i]);
+  }
+  int classes[WORD_CLASSES], ncls = 0;
+  for (int k = 0; k < WORD_CLASSES; k++)
+    if (have_list || k != WORD_FUNCTION) classes[ncls++] = k;
+  double mean[MAX_FILES * WORD_CLASSES], ci[MAX_FILES * WORD_CLASSES];
+  for (int i = 0; i < nfiles; i++)
+    for (int j = 0; j < ncls; j++)
+      mean[i * ncls + j] = order_stats_mean(&st[i], (enum word_class)classes[j], &ci[i * ncls + j]);
+
+  if (json) {
+    printf("{\"lang\": ");
+    if (have_list) cli_json_string(stdout, lang);
+    else printf("null");
+    printf(", \"systems\": [");
+    for (int i = 0; i < nfiles; i++) {
+      printf("%s\n {\"name\": ", i ? "," : "");
+      cli_json_string(stdout, names[i]);
+      printf(", \"file\": ");
+      cli_json_string(stdout, argv[optind + i]);
+      printf(", \"sentences\": %ld, \"skipped\": %ld, \"words\": %ld, \"classes\": {",
+             st[i].sentences, st[i].skipped, st[i].words);
+      for (int j = 0; j < ncls; j++) {
+        enum word_class k = (enum word_class)classes[j];
+        printf("%s\"%s\": {\"words\": %ld, \"mean\": ", j ? ", " : "", word_class_name(k, have_list),
+               st[i].n[k]);
+        if (isfinite(mean[i * ncls + j])) printf("%.4f", mean[i * ncls + j]);
+        else printf("null");
+        printf(", \"ci95\": %.4f}", ci[i * ncls + j]);
+      }
+      printf("}}");
+    }
+    printf("\n]}\n");
+  } else {
+    printf("| class |");
+    for (int i = 0; i < nfiles; i++) printf(" %s: words | mean ± 95%% |", names[i]);
+    printf("\n|---|");
+    for (int i = 0; i < nfiles; i++) printf("---:|---:|");
+    printf("\n");
+    for (int j = 0; j < ncls; j++) {
+      enum word_class k = (enum word_class)classes[j];
+      printf("| %s |", word_class_name(k, have_list));
+      for (int i = 0; i < nfiles; i++) {
+        printf(" %ld |", st[i].n[k]);
+        if (isfinite(mean[i * ncls + j]))
+          printf(" %.3f ± %.3f |", mean[i * ncls + j], ci[i * ncls + j]);
+        else
+          printf(" |");
+      }
+      printf("\n");
+    }
+    for (int i = 0; i < nfiles; i++)
+      printf("%s: %ld sentences, %ld words (%ld sentences of fewer than 2 tokens skipped)\n",
+             names[i], st[i].sentences, st[i].words, st[i].skipped);
+  }
+  if (out) {
+    const char *cats[WORD_CLASSES], *series[MAX_FILES];
+    for (int j = 0; j < ncls; j++) cats[j] = word_class_name((enum word_class)classes[j], have_list);
+    for (int i = 0; i < nfiles; i++) series[i] = names[i];
+    struct bar_chart chart = {
+        .title = title ? title : "When each kind of word is written",
+        .ytitle = "relative generation index (0 = first, 1 = last)",
+        .ncat = ncls, .nseries = nfiles, .categories = cats, .series = series,
+        .value = mean, .error = ci, .ymin = 0.0, .ymax = 1.0, .width = 900, .height = 560};
+    struct intrus_error err = {0};
+    if (intrus_bars_draw(out, &chart, &err)) return intrus_cli_fail("analyze order", &err);
+    if (!json) printf("chart: %s\n", out);
+  }
+  return INTRUS_EXIT_OK;
+}
+
+int intrus_cmd_analyze(int argc, char **argv) {
+  if (argc >= 2 && strcmp(argv[1], "order") == 0) return analyze_order(argc - 1, argv + 1);
+  if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+    printf("Usage: intrus analyze order ORDER.tsv... [options]   ('intrus analyze order "
+           "--help')\n");
+    return INTRUS_EXIT_OK;
+  }
+  fprintf(stderr, "intrus analyze: expected a subcommand: order ('intrus analyze order "
+                  "--help')\n");
+  return INTRUS_EXIT_USAGE;
+}

@@ -1,0 +1,179 @@
+/* Order analysis (intrus analyze order): word classes by the documented rule, pieces
+ * joined into words, each word's relative generation index from its first-written piece,
+ * means and intervals worked by hand; malformed files refused naming file and line; the
+ * command's table and its bar chart (bar heights read back from the PNG). */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cairo.h>
+
+#include "viz/order_stats.h"
+#include "viz/plot.h"
+#include "testutil.h"
+
+static void test_classify(void) {
+  static const struct {
+    const char *word, *lang;
+    enum word_class want;
+  } cases[] = {
+      {",", "de", WORD_PUNCT},          {"...", "en", WORD_PUNCT},
+      {"\xe2\x80\x94", "ru", WORD_PUNCT}, /* em dash */
+      {"\xe2\x82\xac", "de", WORD_PUNCT}, /* euro sign: a symbol */
+      {"(\"", NULL, WORD_PUNCT},        {"Der", "de", WORD_FUNCTION},
+      {"der", "de", WORD_FUNCTION},     {"\xc3\x9c" "ber", "de", WORD_FUNCTION}, /* Über */
+      {"Haus", "de", WORD_CONTENT},     {"123", "de", WORD_CONTENT},
+      {"e.g", "en", WORD_CONTENT},      {"The", "en", WORD_FUNCTION},
+      {"the", "de", WORD_CONTENT},      {"\xd0\x98", "ru", WORD_FUNCTION}, /* И */
+      {"der", "ja", WORD_CONTENT},      {"der", NULL, WORD_CONTENT},
+      {"der", "de-AT", WORD_FUNCTION},  {"der", "dex", WORD_CONTENT},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    enum word_class got = word_classify(cases[i].word, cases[i].lang);
+    EXPECT(got == cases[i].want, "'%s' (%s): class %d, want %d", cases[i].word,
+           cases[i].lang ? cases[i].lang : "no language", got, cases[i].want);
+  }
+  EXPECT(word_list_known("de") && word_list_known("en") && word_list_known("ru_RU") &&
+             !word_list_known("ja") && !word_list_known(NULL) && !word_list_known("deu"),
+         "the languages with word lists");
+}
+
+static const char header[] = "sentence\tposition\ttoken\tstep\trelative_index\n";
+
+/* Sentence 1, 4 pieces: "Das" (step 2), "Haus@@" (0) + "tür" (3), "￭." (1): words Das
+ * 2/3, Haustür 0 (its first piece), "." 1/3. Sentence 2: one piece, skipped. Sentence 4
+ * (3 had an empty output): "the" (1) "house" (0): content words in German, 1 and 0. */
+static const char good[] =
+    "1\t1\tDas\t2\t0.6667\n1\t2\tHaus@@\t0\t0.0000\n1\t3\ttür\t3\t1.0000\n"
+    "1\t4\t\xef\xbf\xad.\t1\t0.3333\n2\t1\tJa\t0\t0.0000\n4\t1\tthe\t1\t1.0000\n"
+    "4\t2\thouse\t0\t0.0000\n";
+
+static void test_read(void) {
+  char text[1024];
+  snprintf(text, sizeof text, "%s%s", header, good);
+  test_write_file(test_tmp_path("order.tsv"), text);
+  struct order_stats s;
+  memset(&s, 0, sizeof s);
+  struct intrus_error err = {0};
+  EXPECT(order_stats_read(test_tmp_path("order.tsv"), "de", &s, &err) == INTRUS_OK, "%s",
+         err.msg);
+  EXPECT(s.sentences == 3 && s.skipped == 1 && s.words == 5,
+         "%ld sentences (want 3), %ld skipped (1), %ld words (5)", s.sentences, s.skipped,
+         s.words);
+  double ci, m;
+  m = order_stats_mean(&s, WORD_PUNCT, &ci);
+  EXPECT(s.n[WORD_PUNCT] == 1 && fabs(m - 1.0 / 3) < 1e-12 && ci == 0.0,
+         "punctuation: %ld words, mean %.6f (want 1/3), ci %.3f", s.n[WORD_PUNCT], m, ci);
+  m = order_stats_mean(&s, WORD_FUNCTION, &ci);
+  EXPECT(s.n[WORD_FUNCTION] == 1 && fabs(m - 2.0 / 3) < 1e-12,
+         "function words: %ld, mean %.6f (want 2/3)", s.n[WORD_FUNCTION], m);
+  m = order_stats_mean(&s, WORD_CONTENT, &ci);
+  /* Content: 0 (Haustür), 1 (the), 0 (house): mean 1/3, sample sd sqrt(1/3), so the
+   * interval is 1.96 * sqrt(1/3) / sqrt(3) = 1.96 / 3. */
+  EXPECT(s.n[WORD_CONTENT] == 3 && fabs(m - 1.0 / 3) < 1e-12 && fabs(ci - 1.96 / 3) < 1e-12,
+         "content words: %ld, mean %.6f (1/3), ci %.6f (%.6f)", s.n[WORD_CONTENT], m, ci,
+         1.96 / 3);
+  /* Without a word list, function words are words like the rest. */
+  memset(&s, 0, sizeof s);
+  EXPECT(order_stats_read(test_tmp_path("order.tsv"), NULL, &s, &err) == INTRUS_OK, "%s",
+         err.msg);
+  EXPECT(s.n[WORD_FUNCTION] == 0 && s.n[WORD_CONTENT] == 4, "no list: %ld function, %ld other",
+         s.n[WORD_FUNCTION], s.n[WORD_CONTENT]);
+}
+
+static void refused(const char *name, const char *text, const char *want) {
+  test_write_file(test_tmp_path(name), text);
+  struct order_stats s;
+  memset(&s, 0, sizeof s);
+  struct intrus_error err = {0};
+  EXPECT(order_stats_read(test_tmp_path(name), "de", &s, &err) == INTRUS_ERR_DATA,
+         "%s accepted", name);
+  EXPECT_CONTAINS(err.msg, want);
+}
+
+static void test_bad(void) {
+  char text[1024];
+  refused("noheader.tsv", good, "noheader.tsv:1: not an order.tsv");
+  snprintf(text, sizeof text, "%s1\t1\tDas\t0\t0\n1\t3\tHaus\t1\t1\n", header);
+  refused("gap.tsv", text, "gap.tsv:3: not a row");
+  snprintf(text, sizeof text, "%s1\t1\tDas\t0\n", header);
+  refused("short.tsv", text, "short.tsv:2: not a row");
+  snprintf(text, sizeof text, "%s1\t1\tDas\tx\t0\n", header);
+  refused("nan.tsv", text, "nan.tsv:2:");
+  snprintf(text, sizeof text, "%s1\t1\tDas\t0\t0\n1\t2\tHaus\t2\t1\n2\t1\tJa\t0\t0\n", header);
+  refused("step.tsv", text, "sentence 1: step 2 of a 2-token output");
+  snprintf(text, sizeof text, "%s2\t1\tDas\t0\t0\n1\t1\tHaus\t0\t0\n", header);
+  refused("back.tsv", text, "back.tsv:3:");
+}
+
+/* The first and last row at column x in the series' colour: a bar's top and bottom. */
+static bool bar_extent(cairo_surface_t *s, int x, int series, int *top, int *bottom) {
+  double rgb[3];
+  intrus_plot_colour(series, rgb);
+  int want[3] = {(int)(rgb[0] * 255 + 0.5), (int)(rgb[1] * 255 + 0.5), (int)(rgb[2] * 255 + 0.5)};
+  int h = cairo_image_surface_get_height(s), stride = cairo_image_surface_get_stride(s);
+  const unsigned char *data = cairo_image_surface_get_data(s);
+  *top = *bottom = -1;
+  for (int y = 0; y < h; y++) {
+    uint32_t p = ((const uint32_t *)(data + (size_t)y * stride))[x];
+    int r = (p >> 16) & 255, g = (p >> 8) & 255, b = p & 255;
+    if (abs(r - want[0]) <= 2 && abs(g - want[1]) <= 2 && abs(b - want[2]) <= 2) {
+      if (*top < 0) *top = y;
+      *bottom = y;
+    }
+  }
+  return *top >= 0;
+}
+
+static void test_command(void) {
+  char out[8192];
+  int rc = test_run_intrus(test_tmpdir, "analyze order order.tsv --lang de -L mine -o bars.png",
+                           out, sizeof out);
+  EXPECT(rc == 0, "exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "| punctuation | 1 | 0.333 ± 0.000 |");
+  EXPECT_CONTAINS(out, "| function words | 1 | 0.667 ± 0.000 |");
+  EXPECT_CONTAINS(out, "| content words | 3 | 0.333 ± 0.653 |");
+  EXPECT_CONTAINS(out, "mine: 3 sentences, 5 words (1 sentences of fewer than 2 tokens");
+  cairo_surface_t *s = cairo_image_surface_create_from_png(test_tmp_path("bars.png"));
+  EXPECT(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS, "cairo reads bars.png back");
+  if (cairo_surface_status(s) == CAIRO_STATUS_SUCCESS) {
+    /* Three groups of one bar across the plot area (which starts about 60 pixels in):
+     * the function-word bar (2/3) is twice as tall as the punctuation bar (1/3), on the
+     * same base line. Columns a quarter of a group from each group's centre miss the
+     * error bars and the value labels. */
+    int w = cairo_image_surface_get_width(s), t[2], b[2];
+    double left = 62, group = (w - 14 - left) / 3.0;
+    bool found = true;
+    for (int g = 0; g < 2; g++)
+      found &= bar_extent(s, (int)(left + group * (g + 0.25)), 0, &t[g], &b[g]);
+    EXPECT(found, "the bars are on the chart");
+    if (found) {
+      double h0 = b[0] - t[0] + 1, h1 = b[1] - t[1] + 1;
+      EXPECT(abs(b[0] - b[1]) <= 1, "the bars stand on one line (%d, %d)", b[0], b[1]);
+      EXPECT(h0 > 50 && fabs(h1 / h0 - 2.0) < 0.03, "bar heights %.0f and %.0f: want 1:2", h0,
+             h1);
+    }
+  }
+  cairo_surface_destroy(s);
+  rc = test_run_intrus(test_tmpdir, "analyze order order.tsv order.tsv -L one", out, sizeof out);
+  EXPECT(rc == 2, "one label for two files: exit %d", rc);
+  rc = test_run_intrus(test_tmpdir, "analyze order nosuch.tsv", out, sizeof out);
+  EXPECT(rc == 5, "a missing file: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "nosuch.tsv");
+  rc = test_run_intrus(test_tmpdir, "analyze order order.tsv --lang ja --json", out, sizeof out);
+  EXPECT(rc == 0, "--lang ja --json: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "no function-word list for 'ja'");
+  EXPECT_CONTAINS(out, "\"words\": {\"words\": 4");
+}
+
+int main(void) {
+  if (!test_make_tmpdir("/tmp/intrus-order-XXXXXX")) return 99;
+  test_classify();
+  test_read();
+  test_bad();
+  test_command();
+  if (!tu_failures) test_remove_tmpdir(); /* kept for a look when a check failed */
+  return test_finish("test_order_stats");
+}
