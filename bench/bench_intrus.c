@@ -12,12 +12,18 @@
  *     at random lengths, so every output is held to exactly L tokens (min = max = L).
  *     Prints where the insertion search's time goes.
  *
+ * (t) decoding time against output length (the paper's Figure 5): milliseconds per
+ *     sentence of both decoders at batch 1, beam 4, for L = 5, 10, ..., 60 (source and
+ *     output of L tokens, as in (b)); with a file name, also written there as a TSV that
+ *     `intrus analyze time FILE -o PNG` draws.
+ *
  * (m) micro-batches (train.micro_batch_tokens): the INTRUS step of (a) whole and in pieces,
  *     arena peaks, time, and the difference of their gradients.
  *
  *   bench/bench_intrus [a|b|ab] [steps]
  *   bench/bench_intrus b BATCH BEAM L     (one configuration of (b))
- *   bench/bench_intrus m [steps [MICRO_BATCH_TOKENS]]   (default 2 steps, 1400 tokens) */
+ *   bench/bench_intrus m [steps [MICRO_BATCH_TOKENS]]   (default 2 steps, 1400 tokens)
+ *   bench/bench_intrus t [FILE.tsv] */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -330,6 +336,37 @@ static void bench_decoding(struct intrus_plugin_search *s, double peak, const in
   intrus_config_free(c2);
 }
 
+/* (t): time per sentence against output length, both decoders, batch 1, beam 4. */
+static void bench_time(struct intrus_plugin_search *s, const char *tsv) {
+  struct intrus_config *c1, *c2;
+  struct intrus_model *base = make_model("autoregressive", s, &c1);
+  struct intrus_model *ins = make_model("insertion", s, &c2);
+  FILE *f = NULL;
+  if (tsv && !(f = fopen(tsv, "w"))) {
+    perror(tsv);
+    exit(1);
+  }
+  if (f) fprintf(f, "decoder\tlength\tms_per_sentence\n");
+  printf("(t) decoding time per sentence (ms) against output length, batch 1, beam 4\n");
+  printf("    %-4s %12s %12s %8s\n", "L", "insertion", "l2r", "ratio");
+  for (int L = 5; L <= 60; L += 5) {
+    double g;
+    double ti = 1e3 / decode_rate(ins, true, L, 1, 4, 8, NULL, &g);
+    double tl = 1e3 / decode_rate(base, false, L, 1, 4, 8, NULL, &g);
+    printf("    %-4d %12.2f %12.2f %7.2fx\n", L, ti, tl, ti / tl);
+    fflush(stdout);
+    if (f) fprintf(f, "insertion\t%d\t%.4f\nleft-to-right\t%d\t%.4f\n", L, ti, L, tl);
+  }
+  if (f && fclose(f) != 0) {
+    perror(tsv);
+    exit(1);
+  }
+  intrus_model_destroy(base);
+  intrus_model_destroy(ins);
+  intrus_config_free(c1);
+  intrus_config_free(c2);
+}
+
 int main(int argc, char **argv) {
   intrus_malloc_keep_pages(); /* as the intrus CLI does */
   const char *which = argc > 1 ? argv[1] : "ab";
@@ -337,11 +374,13 @@ int main(int argc, char **argv) {
   bool one = argc == 5 && strcmp(which, "b") == 0;
   for (int i = 0; one && i < 3; i++)
     if ((cell[i] = atoi(argv[2 + i])) < 1) one = false;
-  const bool micro = strcmp(which, "m") == 0;
+  const bool micro = strcmp(which, "m") == 0, timing = strcmp(which, "t") == 0;
   const int piece_tokens = micro && argc > 3 ? atoi(argv[3]) : 1400;
+  if (timing) steps = 1; /* argv[2] is the TSV's name */
   if ((argc > 3 && !one && !(micro && argc == 4)) || piece_tokens < 1 || steps < 1) {
     fprintf(stderr, "usage: bench_intrus [a|b|ab] [steps]\n       bench_intrus b BATCH BEAM L\n"
-                    "       bench_intrus m [steps [MICRO_BATCH_TOKENS]]\n");
+                    "       bench_intrus m [steps [MICRO_BATCH_TOKENS]]\n"
+                    "       bench_intrus t [FILE.tsv]\n");
     return 2;
   }
   struct intrus_plugin_search *s = intrus_plugin_search_create();
@@ -351,9 +390,10 @@ int main(int argc, char **argv) {
          "(2048^3) %.1f GFLOP/s\n",
          intrus_blas_corename(), intrus_blas_threads(), intrus_x86_level_name(intrus_x86_level()),
          peak);
-  if (micro) bench_micro(s, steps, piece_tokens);
-  if (!micro && strchr(which, 'a')) bench_training(s, peak, steps);
-  if (!micro && strchr(which, 'b')) bench_decoding(s, peak, one ? cell : NULL);
+  if (timing) bench_time(s, argc > 2 ? argv[2] : NULL);
+  else if (micro) bench_micro(s, steps, piece_tokens);
+  if (!micro && !timing && strchr(which, 'a')) bench_training(s, peak, steps);
+  if (!micro && !timing && strchr(which, 'b')) bench_decoding(s, peak, one ? cell : NULL);
   intrus_plugin_search_free(s);
   return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cairo.h>
 
@@ -168,12 +169,47 @@ static void test_command(void) {
   EXPECT_CONTAINS(out, "\"words\": {\"words\": 4");
 }
 
+/* intrus analyze time: bench_intrus t's TSV drawn, one curve per decoder; bad files. */
+static void test_time(void) {
+  test_write_file(test_tmp_path("times.tsv"),
+                  "decoder\tlength\tms_per_sentence\ninsertion\t5\t3.1\n"
+                  "left-to-right\t5\t1.0\ninsertion\t10\t9.5\nleft-to-right\t10\t2.1\n");
+  char out[4096];
+  int rc = test_run_intrus(test_tmpdir, "analyze time times.tsv -o times.png", out, sizeof out);
+  EXPECT(rc == 0, "analyze time: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "insertion: 5:3.10 10:9.50");
+  EXPECT_CONTAINS(out, "left-to-right: 5:1.00 10:2.10");
+  cairo_surface_t *s = cairo_image_surface_create_from_png(test_tmp_path("times.png"));
+  EXPECT(cairo_surface_status(s) == CAIRO_STATUS_SUCCESS &&
+             cairo_image_surface_get_width(s) == 900,
+         "times.png is a 900-pixel-wide PNG");
+  cairo_surface_destroy(s);
+  static const struct {
+    const char *text, *want;
+  } bad[] = {
+      {"length\tms\n", "times-bad.tsv:1: want the header"},
+      {"decoder\tlength\tms_per_sentence\ninsertion\t5\n", "times-bad.tsv:2: not"},
+      {"decoder\tlength\tms_per_sentence\ninsertion\t0\t1\n", "times-bad.tsv:2: not"},
+      {"decoder\tlength\tms_per_sentence\n", "times-bad.tsv: no rows"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    test_write_file(test_tmp_path("times-bad.tsv"), bad[i].text);
+    rc = test_run_intrus(test_tmpdir, "analyze time times-bad.tsv -o bad.png", out, sizeof out);
+    EXPECT(rc == 5, "bad times file %zu: exit %d: %s", i, rc, out);
+    EXPECT_CONTAINS(out, bad[i].want);
+    EXPECT(access(test_tmp_path("bad.png"), F_OK) != 0, "a bad file drew a picture");
+  }
+  rc = test_run_intrus(test_tmpdir, "analyze time times.tsv", out, sizeof out);
+  EXPECT(rc == 2, "no -o: exit %d", rc);
+}
+
 int main(void) {
   if (!test_make_tmpdir("/tmp/intrus-order-XXXXXX")) return 99;
   test_classify();
   test_read();
   test_bad();
   test_command();
+  test_time();
   if (!tu_failures) test_remove_tmpdir(); /* kept for a look when a check failed */
   return test_finish("test_order_stats");
 }

@@ -424,13 +424,13 @@ static void draw_legend(cairo_t *cr, const struct frame *F, const struct curve *
 
 static const char *const y_title[] = {"validation BLEU", "validation loss", "training loss"};
 
-static void draw(cairo_t *cr, int w, int h, const struct curve *c, int n,
-                 const struct plot_options *opt, const char *title) {
+static void draw(cairo_t *cr, int w, int h, const struct curve *c, int n, const char *xtitle,
+                 const char *ytitle, const char *title) {
   struct frame F;
   layout(cr, w, h, c, n, &F);
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
-  draw_axes(cr, &F, opt->x == PLOT_X_TIME ? "training time (minutes)" : "step", y_title[opt->y]);
+  draw_axes(cr, &F, xtitle, ytitle);
   draw_curves(cr, &F, c, n);
   draw_legend(cr, &F, c, n);
   draw_set_font(cr, 16 * F.s, true);
@@ -441,21 +441,61 @@ static void draw(cairo_t *cr, int w, int h, const struct curve *c, int n,
   cairo_show_text(cr, title);
 }
 
-enum intrus_status intrus_plot_runs(const char *out, int n, const char *const *run_dirs,
-                                    const char *const *labels, const struct plot_options *opt,
-                                    struct intrus_error *err) {
+static enum intrus_status check_picture(const char *out, int n, int width, int height,
+                                        const char *what, struct intrus_error *err) {
   size_t len = strlen(out);
   if (len < 4 || strcasecmp(out + len - 4, ".png"))
     return intrus_error_set(err, INTRUS_ERR_INVALID, "%s: the picture's name must end in .png",
                             out);
-  if (n < 1 || opt->width < PLOT_MIN_SIDE || opt->width > PLOT_MAX_SIDE ||
-      opt->height < PLOT_MIN_SIDE || opt->height > PLOT_MAX_SIDE)
+  if (n < 1 || width < PLOT_MIN_SIDE || width > PLOT_MAX_SIDE || height < PLOT_MIN_SIDE ||
+      height > PLOT_MAX_SIDE)
     return intrus_error_set(err, INTRUS_ERR_INVALID,
-                            "%s: %d runs in %d x %d pixels (want a run or more, sides %d..%d)",
-                            out, n, opt->width, opt->height, PLOT_MIN_SIDE, PLOT_MAX_SIDE);
-  struct curve *c = xcalloc((size_t)n, sizeof *c);
+                            "%s: %d %s in %d x %d pixels (want one or more, sides %d..%d)", out,
+                            n, what, width, height, PLOT_MIN_SIDE, PLOT_MAX_SIDE);
+  return INTRUS_OK;
+}
+
+/* Draws the curves into the PNG out, built in memory and written atomically. */
+static enum intrus_status render(const char *out, const struct curve *c, int n,
+                                 const char *xtitle, const char *ytitle, const char *title_text,
+                                 int width, int height, struct intrus_error *err) {
   struct draw_buf buf = {0};
-  enum intrus_status st = INTRUS_OK;
+  char *title = draw_text(title_text), *xt = draw_text(xtitle), *yt = draw_text(ytitle);
+  cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height);
+  cairo_t *cr = cairo_create(surface);
+  draw(cr, width, height, c, n, xt, yt, title);
+  cairo_status_t cs = cairo_status(cr);
+  cairo_destroy(cr);
+  if (!cs) {
+    cairo_surface_flush(surface);
+    cs = cairo_surface_write_to_png_stream(surface, draw_buf_write, &buf);
+  }
+  cairo_surface_destroy(surface);
+  free(title);
+  free(xt);
+  free(yt);
+  enum intrus_status st =
+      cs ? intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot draw the curves: %s", out,
+                            cairo_status_to_string(cs))
+         : intrus_file_write_atomic(out, buf.data, buf.len, err);
+  free(buf.data);
+  return st;
+}
+
+static void free_curves(struct curve *c, int n) {
+  for (int i = 0; i < n; i++) {
+    free(c[i].label);
+    free(c[i].p);
+  }
+  free(c);
+}
+
+enum intrus_status intrus_plot_runs(const char *out, int n, const char *const *run_dirs,
+                                    const char *const *labels, const struct plot_options *opt,
+                                    struct intrus_error *err) {
+  enum intrus_status st = check_picture(out, n, opt->width, opt->height, "runs", err);
+  if (st) return st;
+  struct curve *c = xcalloc((size_t)n, sizeof *c);
   for (int i = 0; i < n && !st; i++) {
     char *path = xmalloc(strlen(run_dirs[i]) + sizeof "/train.log");
     sprintf(path, "%s/train.log", run_dirs[i]);
@@ -470,30 +510,30 @@ enum intrus_status intrus_plot_runs(const char *out, int n, const char *const *r
     char made[128];
     snprintf(made, sizeof made, "%s by %s", y_title[opt->y], x_word[opt->x]);
     made[0] = (char)toupper((unsigned char)made[0]);
-    char *title = draw_text(opt->title ? opt->title : made);
-    cairo_surface_t *surface =
-        cairo_image_surface_create(CAIRO_FORMAT_ARGB32, opt->width, opt->height);
-    cairo_t *cr = cairo_create(surface);
-    draw(cr, opt->width, opt->height, c, n, opt, title);
-    cairo_status_t cs = cairo_status(cr);
-    cairo_destroy(cr);
-    if (!cs) {
-      cairo_surface_flush(surface);
-      cs = cairo_surface_write_to_png_stream(surface, draw_buf_write, &buf);
-    }
-    cairo_surface_destroy(surface);
-    free(title);
-    if (cs)
-      st = intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot draw the curves: %s", out,
-                            cairo_status_to_string(cs));
-    else
-      st = intrus_file_write_atomic(out, buf.data, buf.len, err);
+    st = render(out, c, n, opt->x == PLOT_X_TIME ? "training time (minutes)" : "step",
+                y_title[opt->y], opt->title ? opt->title : made, opt->width, opt->height, err);
   }
+  free_curves(c, n);
+  return st;
+}
+
+enum intrus_status intrus_plot_series(const char *out, int n, const struct plot_series *s,
+                                      const char *xtitle, const char *ytitle, const char *title,
+                                      int width, int height, struct intrus_error *err) {
+  enum intrus_status st = check_picture(out, n, width, height, "series", err);
+  if (st) return st;
+  for (int i = 0; i < n; i++)
+    if (s[i].n == 0)
+      return intrus_error_set(err, INTRUS_ERR_INVALID, "%s: series '%s' has no point", out,
+                              s[i].label);
+  struct curve *c = xcalloc((size_t)n, sizeof *c);
   for (int i = 0; i < n; i++) {
-    free(c[i].label);
-    free(c[i].p);
+    c[i].label = draw_text(s[i].label);
+    c[i].p = xcalloc(s[i].n, sizeof *c[i].p);
+    c[i].n = c[i].cap = s[i].n;
+    for (size_t j = 0; j < s[i].n; j++) c[i].p[j] = (struct point){s[i].x[j], s[i].y[j], 0};
   }
-  free(c);
-  free(buf.data);
+  st = render(out, c, n, xtitle, ytitle, title, width, height, err);
+  free_curves(c, n);
   return st;
 }

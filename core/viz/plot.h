@@ -6,6 +6,8 @@
 #ifndef INTRUS_PLOT_H
 #define INTRUS_PLOT_H
 
+#include <stddef.h>
+
 #include "intrus/status.h"
 
 enum plot_x { PLOT_X_STEP, PLOT_X_TIME };                     /* step | train_s (minutes) */
@@ -32,6 +34,18 @@ struct plot_options {
 enum intrus_status intrus_plot_runs(const char *out, int n, const char *const *run_dirs,
                                     const char *const *labels, const struct plot_options *opt,
                                     struct intrus_error *err);
+
+/* Curves from numbers: series i is the points (x[j], y[j]), j < n, joined in order. */
+struct plot_series {
+  const char *label;
+  size_t n;
+  const double *x, *y;
+};
+/* Draws n series into the PNG out as intrus_plot_runs draws runs (same axes, legend,
+ * markers; written to a temporary file, then renamed). */
+enum intrus_status intrus_plot_series(const char *out, int n, const struct plot_series *s,
+                                      const char *xtitle, const char *ytitle, const char *title,
+                                      int width, int height, struct intrus_error *err);
 
 /* The colour of run i's curve (the palette repeats after 10 runs). */
 void intrus_plot_colour(int i, double rgb[3]);
