@@ -82,6 +82,18 @@ refused "two rows of one name" 3 "named twice" 's/name = "r2l"/name = "l2r"/'
 refused "a bad metric" 3 "metric" 's/title = "En-De";/title = "En-De"; metric = "ter";/'
 "$intrus" table > out.txt 2>&1
 expect "no table file: usage error" test $? -eq 2
+# A cell whose corpus is missing: refused before any cell runs.
+sed 's/dir = "data"/dir = "nodata"/' common.cfg > common-nodata.cfg
+sed 's/common.cfg/common-nodata.cfg/' r2l.cfg > r2l-nodata.cfg
+sed 's/"r2l.cfg"/"r2l-nodata.cfg"/' table.cfg > nodata.cfg
+"$intrus" table nodata.cfg > out.txt 2>&1
+rc=$?
+if [ $rc -eq 3 ] && grep -q "nodata/train.en" out.txt && grep -q "row r2l, column en-de" out.txt &&
+  [ ! -d runs ]; then
+  ok "a missing corpus is refused before anything runs"
+else
+  bad "a missing corpus: exit $rc (want 3, data.dir), runs/ $([ -d runs ] && echo made || echo not made): $(cat out.txt)"
+fi
 
 # ---- --dry-run ------------------------------------------------------------------------
 "$intrus" table --dry-run table.cfg > plan.txt 2>&1

@@ -188,6 +188,15 @@ int intrus_cmd_table(int argc, char **argv) {
     table_spec_free(t);
     return INTRUS_EXIT_OK;
   }
+  if (table_check_data(s, &err)) {
+    table_state_free(s);
+    table_spec_free(t);
+    rc = intrus_cli_fail("table", &err);
+    fprintf(stderr, "intrus table: nothing was run. The corpora of experiments/small and "
+                    "experiments/paper come from\n  scripts/build-mt-data.sh --out "
+                    "data/mt-full\n(README.md, \"Data\").\n");
+    return rc;
+  }
   int todo = 0, k = 0, failed = 0;
   for (int r = 0; r < t->nrows; r++)
     for (int c = 0; c < t->ncols; c++) todo += s->cells[r][c].state == CELL_NEW ||

@@ -51,6 +51,9 @@ struct table_state {
 struct table_state *table_state_new(const struct table_spec *t, const char *runs,
                                     const char *plugin_path, struct intrus_error *err);
 void table_state_free(struct table_state *s);
+/* The corpus files of every cell still to run are readable (INTRUS_ERR_DATA naming the
+ * first missing one, the row and the column). */
+enum intrus_status table_check_data(const struct table_state *s, struct intrus_error *err);
 /* Looks at cell (r, c)'s run directory again (after running it). */
 void table_cell_refresh(struct table_state *s, int r, int c);
 /* One line per cell: state, run directory, steps, estimated time; and the total. */
