@@ -5,13 +5,7 @@
 # since data/mt-full is built, not bundled). The table files of both presets list
 # every cell (--dry-run loads each experiment file).
 set -u
-build=${INTRUS_TEST_BUILDDIR:-.}
-src=${INTRUS_TEST_SRCDIR:-.}
-intrus="$build/intrus"
-fails=0
-checks=0
-ok() { checks=$((checks + 1)); }
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL: $1" >&2; }
+. "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' 0
@@ -34,7 +28,7 @@ done
 train_one() { # EXPERIMENT-FILE (relative to $tmp/experiments)
   if "$intrus" train "$tmp/experiments/$1" -o "$tmp/runs/$(echo "$1" | tr / _)" -n 1 -q \
     > "$tmp/out.txt" 2>&1; then
-    ok
+    ok "$1 trains"
   else
     bad "$1 does not train: $(cat "$tmp/out.txt")"
   fi
@@ -51,11 +45,10 @@ train_one paper/en-ru/intrus.cfg
 for t in small/table1.cfg small/table2-en-ru.cfg paper/table1.cfg paper/table2-en-ru.cfg; do
   if "$intrus" table --dry-run -r "$tmp/runs-none" "$tmp/experiments/$t" > "$tmp/out.txt" 2>&1 &&
     grep -q "runs to train" "$tmp/out.txt"; then
-    ok
+    ok "intrus table --dry-run $t"
   else
     bad "intrus table --dry-run $t: $(cat "$tmp/out.txt")"
   fi
 done
 
-echo "test_presets: $checks checks ($n small-preset experiments trained a step), $fails failed"
-[ $fails -eq 0 ]
+finish test_presets "$n small-preset experiments trained a step"

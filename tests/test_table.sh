@@ -6,18 +6,7 @@
 # uninterrupted table (logs, outputs, scores); a second invocation trains nothing; two
 # tables that share a run, started together, train it once.
 set -u
-build=${INTRUS_TEST_BUILDDIR:-.}
-src=${INTRUS_TEST_SRCDIR:-.}
-intrus="$build/intrus"
-fails=0
-checks=0
-ok() { checks=$((checks + 1)); echo "ok: $1"; }
-bad() { checks=$((checks + 1)); fails=$((fails + 1)); echo "FAIL: $1" >&2; }
-expect() { # expect DESCRIPTION COMMAND... : passes when the command succeeds
-  d=$1
-  shift
-  if "$@"; then ok "$d"; else bad "$d"; fi
-}
+. "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
 tmp=$(mktemp -d) || exit 1
 trap 'kill -9 $bg 2>/dev/null; rm -rf "$tmp"' 0
@@ -159,5 +148,4 @@ expect "two tables sharing a run both succeed" test $rc1 -eq 0 -a $rc2 -eq 0
 steps=$(grep -c '^100	' both/tt-l2r/train.log)
 expect "the shared run trained once (step 100 logged $steps times)" test "$steps" -eq 1
 
-echo "test_table: $checks checks, $fails failed"
-[ $fails -eq 0 ]
+finish test_table

@@ -1,5 +1,6 @@
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "score.h"
 
@@ -23,39 +24,32 @@ static enum intrus_status prepare_refs(const struct intrus_evaluator_vtable *vt,
   return st;
 }
 
-enum intrus_status score_corpus(const struct intrus_plugin_search *search, const char *name,
-                                const intrus_cfg *cfg, char *const *hyps, char *const *refs,
-                                size_t n, struct score_result *out,
-                                struct intrus_error *err) {
-  struct intrus_plugin *p;
-  enum intrus_status st = intrus_plugin_load(search, INTRUS_KIND_EVALUATOR, name, &p, err);
+struct evaluator {
+  struct intrus_plugin *plugin;
+  const struct intrus_evaluator_vtable *vt;
+  void *self;
+  int k; /* statistics per segment */
+};
+
+/* Loads evaluator `name`, creates it with cfg and shows it the references. */
+static enum intrus_status evaluator_open(const struct intrus_plugin_search *search,
+                                         const char *name, const intrus_cfg *cfg,
+                                         char *const *refs, size_t n, struct evaluator *e,
+                                         struct intrus_error *err) {
+  memset(e, 0, sizeof *e);
+  enum intrus_status st =
+      intrus_plugin_load(search, INTRUS_KIND_EVALUATOR, name, &e->plugin, err);
   if (st) return st;
-  const struct intrus_evaluator_vtable *vt = intrus_plugin_descriptor(p)->vtable;
-  void *self = NULL;
-  double *sum = NULL, *seg = NULL;
-  if ((st = vt->create(cfg, &self, err))) goto done;
-  int k = vt->stats_size(self);
-  sum = calloc((size_t)k, sizeof *sum);
-  seg = calloc((size_t)k, sizeof *seg);
-  if (!sum || !seg) {
-    st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-    goto done;
-  }
-  if ((st = prepare_refs(vt, self, refs, n, err))) goto done;
-  for (size_t i = 0; i < n; i++) {
-    const char *ref = refs[i];
-    if ((st = vt->segment_stats(self, hyps[i], &ref, 1, seg, err))) goto done;
-    for (int j = 0; j < k; j++) sum[j] += seg[j];
-  }
-  struct intrus_eval_scores sc = {0};
-  if ((st = vt->score(self, sum, &sc, err))) goto done;
-  copy_scores(&sc, out);
-done:
-  free(sum);
-  free(seg);
-  if (self) vt->destroy(self);
-  intrus_plugin_close(p);
+  e->vt = intrus_plugin_descriptor(e->plugin)->vtable;
+  if (!(st = e->vt->create(cfg, &e->self, err)) &&
+      !(st = prepare_refs(e->vt, e->self, refs, n, err)))
+    e->k = e->vt->stats_size(e->self);
   return st;
+}
+
+static void evaluator_close(struct evaluator *e) {
+  if (e->self) e->vt->destroy(e->self);
+  if (e->plugin) intrus_plugin_close(e->plugin);
 }
 
 /* Per-segment statistics of hyps (n rows of k) and their corpus scores. */
@@ -78,28 +72,33 @@ static enum intrus_status system_stats(const struct intrus_evaluator_vtable *vt,
   return st;
 }
 
+enum intrus_status score_corpus(const struct intrus_plugin_search *search, const char *name,
+                                const intrus_cfg *cfg, char *const *hyps, char *const *refs,
+                                size_t n, struct score_result *out,
+                                struct intrus_error *err) {
+  struct evaluator e;
+  double *stats = NULL;
+  enum intrus_status st = evaluator_open(search, name, cfg, refs, n, &e, err);
+  if (!st) st = system_stats(e.vt, e.self, e.k, hyps, refs, n, &stats, out, err);
+  free(stats);
+  evaluator_close(&e);
+  return st;
+}
+
 enum intrus_status score_compare(const struct intrus_plugin_search *search, const char *name,
                                  const intrus_cfg *cfg, char *const *hyps_a,
                                  char *const *hyps_b, char *const *refs, size_t n,
                                  int samples, uint64_t seed, struct score_result *a,
                                  struct score_result *b, struct intrus_bootstrap_result *bs,
                                  struct intrus_error *err) {
-  struct intrus_plugin *p;
-  enum intrus_status st = intrus_plugin_load(search, INTRUS_KIND_EVALUATOR, name, &p, err);
-  if (st) return st;
-  const struct intrus_evaluator_vtable *vt = intrus_plugin_descriptor(p)->vtable;
-  void *self = NULL;
+  struct evaluator e;
   double *sa = NULL, *sb = NULL;
-  if ((st = vt->create(cfg, &self, err)) || (st = prepare_refs(vt, self, refs, n, err))) goto done;
-  int k = vt->stats_size(self);
-  if ((st = system_stats(vt, self, k, hyps_a, refs, n, &sa, a, err)) ||
-      (st = system_stats(vt, self, k, hyps_b, refs, n, &sb, b, err)))
-    goto done;
-  st = intrus_paired_bootstrap(vt, self, (int)n, sa, sb, samples, seed, bs, err);
-done:
+  enum intrus_status st = evaluator_open(search, name, cfg, refs, n, &e, err);
+  if (!st && !(st = system_stats(e.vt, e.self, e.k, hyps_a, refs, n, &sa, a, err)) &&
+      !(st = system_stats(e.vt, e.self, e.k, hyps_b, refs, n, &sb, b, err)))
+    st = intrus_paired_bootstrap(e.vt, e.self, (int)n, sa, sb, samples, seed, bs, err);
   free(sa);
   free(sb);
-  if (self) vt->destroy(self);
-  intrus_plugin_close(p);
+  evaluator_close(&e);
   return st;
 }

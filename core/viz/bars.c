@@ -9,7 +9,6 @@
 
 #include "bars.h"
 #include "draw.h"
-#include "intrus/fileio.h"
 #include "plot.h"
 
 static double font_height(cairo_t *cr, cairo_font_extents_t *fe) {
@@ -32,7 +31,8 @@ static double tick_step(double span) {
   return 10 * e;
 }
 
-static void draw(cairo_t *cr, const struct bar_chart *c) {
+static void paint(cairo_t *cr, void *user) {
+  const struct bar_chart *c = user;
   const double s = fmax(0.6, fmin(3.0, fmin(c->width / 900.0, c->height / 560.0)));
   const double margin = 14 * s, gap = 6 * s;
   cairo_font_extents_t fe;
@@ -151,21 +151,5 @@ enum intrus_status intrus_bars_draw(const char *path, const struct bar_chart *c,
       c->height > 8000 || !(c->ymax > c->ymin))
     return intrus_error_set(err, INTRUS_ERR_INVALID, "%s: %d groups of %d bars in %d x %d",
                             path, c->ncat, c->nseries, c->width, c->height);
-  cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, c->width, c->height);
-  cairo_t *cr = cairo_create(surface);
-  draw(cr, c);
-  cairo_status_t cs = cairo_status(cr);
-  cairo_destroy(cr);
-  struct draw_buf buf = {0};
-  if (!cs) {
-    cairo_surface_flush(surface);
-    cs = cairo_surface_write_to_png_stream(surface, draw_buf_write, &buf);
-  }
-  cairo_surface_destroy(surface);
-  enum intrus_status st =
-      cs ? intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot draw the chart: %s", path,
-                            cairo_status_to_string(cs))
-         : intrus_file_write_atomic(path, buf.data, buf.len, err);
-  free(buf.data);
-  return st;
+  return draw_png(path, c->width, c->height, paint, (void *)c, "the chart", err);
 }

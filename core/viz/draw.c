@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "draw.h"
+#include "intrus/fileio.h"
 #include "base/xalloc.h"
 
 void draw_set_font(cairo_t *cr, double size, bool bold) {
@@ -60,4 +61,25 @@ char *draw_text(const char *s) {
   }
   d[k] = '\0';
   return d;
+}
+
+enum intrus_status draw_png(const char *path, int w, int h, draw_paint_fn *paint, void *user,
+                            const char *what, struct intrus_error *err) {
+  struct draw_buf buf = {0};
+  cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w, h);
+  cairo_t *cr = cairo_create(surface);
+  paint(cr, user);
+  cairo_status_t cs = cairo_status(cr);
+  cairo_destroy(cr);
+  if (!cs) {
+    cairo_surface_flush(surface);
+    cs = cairo_surface_write_to_png_stream(surface, draw_buf_write, &buf);
+  }
+  cairo_surface_destroy(surface);
+  enum intrus_status st =
+      cs ? intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot draw %s: %s", path, what,
+                            cairo_status_to_string(cs))
+         : intrus_file_write_atomic(path, buf.data, buf.len, err);
+  free(buf.data);
+  return st;
 }

@@ -23,4 +23,12 @@ struct draw_buf {
 /* cairo_write_func_t appending to a struct draw_buf; free data when done. */
 cairo_status_t draw_buf_write(void *closure, const unsigned char *data, unsigned int n);
 
+/* Paints a w x h picture with paint(cr, user) and writes it to the PNG path: built in
+ * memory, then a temporary file and a rename, so an error leaves no file. what names
+ * the picture in errors ("the curves", "the chart"). */
+#include "intrus/status.h"
+typedef void draw_paint_fn(cairo_t *cr, void *user);
+enum intrus_status draw_png(const char *path, int w, int h, draw_paint_fn *paint, void *user,
+                            const char *what, struct intrus_error *err);
+
 #endif

@@ -455,30 +455,28 @@ static enum intrus_status check_picture(const char *out, int n, int width, int h
   return INTRUS_OK;
 }
 
+struct picture {
+  const struct curve *c;
+  int n;
+  char *xtitle, *ytitle, *title;
+  int width, height;
+};
+
+static void paint(cairo_t *cr, void *user) {
+  const struct picture *p = user;
+  draw(cr, p->width, p->height, p->c, p->n, p->xtitle, p->ytitle, p->title);
+}
+
 /* Draws the curves into the PNG out, built in memory and written atomically. */
 static enum intrus_status render(const char *out, const struct curve *c, int n,
                                  const char *xtitle, const char *ytitle, const char *title_text,
                                  int width, int height, struct intrus_error *err) {
-  struct draw_buf buf = {0};
-  char *title = draw_text(title_text), *xt = draw_text(xtitle), *yt = draw_text(ytitle);
-  cairo_surface_t *surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, width, height);
-  cairo_t *cr = cairo_create(surface);
-  draw(cr, width, height, c, n, xt, yt, title);
-  cairo_status_t cs = cairo_status(cr);
-  cairo_destroy(cr);
-  if (!cs) {
-    cairo_surface_flush(surface);
-    cs = cairo_surface_write_to_png_stream(surface, draw_buf_write, &buf);
-  }
-  cairo_surface_destroy(surface);
-  free(title);
-  free(xt);
-  free(yt);
-  enum intrus_status st =
-      cs ? intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot draw the curves: %s", out,
-                            cairo_status_to_string(cs))
-         : intrus_file_write_atomic(out, buf.data, buf.len, err);
-  free(buf.data);
+  struct picture pic = {c, n, draw_text(xtitle), draw_text(ytitle), draw_text(title_text),
+                        width, height};
+  enum intrus_status st = draw_png(out, width, height, paint, &pic, "the curves", err);
+  free(pic.xtitle);
+  free(pic.ytitle);
+  free(pic.title);
   return st;
 }
 
