@@ -684,10 +684,10 @@ static void test_cli(void) {
            hyp2);
   EXPECT(test_run_intrus(NULL, args, out, sizeof out) == 2, "three systems: %s", out);
   EXPECT_CONTAINS(out, "three times");
-  snprintf(args, sizeof args, "eval bootstrap -r '%s' -i '%s' -i '%s' --metric cider", ref,
+  snprintf(args, sizeof args, "eval bootstrap -r '%s' -i '%s' -i '%s' --metric meteor", ref,
            hyp, hyp2);
   EXPECT(test_run_intrus(NULL, args, out, sizeof out) == 2, "unknown metric: %s", out);
-  EXPECT_CONTAINS(out, "no metric 'cider'");
+  EXPECT_CONTAINS(out, "no metric 'meteor'");
   snprintf(args, sizeof args, "eval bootstrap -r '%s' -i '%s' -i '%s' -n 0", ref, hyp, hyp2);
   EXPECT(test_run_intrus(NULL, args, out, sizeof out) == 2, "zero samples: %s", out);
   EXPECT_CONTAINS(out, "intrus eval bootstrap: --samples wants");

@@ -6,10 +6,18 @@
  * as sacreBLEU 2.3.1 keeps it); files may be gzip and "-" is standard input; the text
  * output is sacreBLEU's score line and its signature. The BLEU itself
  * comes from the eval_bleu plugin, loaded like any other plugin, so `--plugin-path` and
- * INTRUS_PLUGIN_PATH can swap in another build of it. */
+ * INTRUS_PLUGIN_PATH can swap in another build of it.
+ *
+ * `intrus eval cider` scores captions with the eval_cider plugin (CIDEr-D as the MSCOCO
+ * caption evaluation, coco-caption, computes it). Its files are read the same way, except
+ * that an empty reference line is a reference the image does not have (so images may
+ * have different numbers of references), and every image's references go to the
+ * plugin's prepare() before any scoring (CIDEr-D's document frequencies). Both metrics
+ * share the paired bootstrap: --hyp2, and `intrus eval bootstrap --metric bleu|cider`. */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -31,6 +39,8 @@ static const char eval_usage[] =
     "\n"
     "Scores hypotheses against references:\n"
     "  bleu        corpus BLEU, identical to sacreBLEU 2.3.1 (see 'intrus eval bleu --help')\n"
+    "  cider       corpus CIDEr-D as the MSCOCO caption evaluation (coco-caption) computes\n"
+    "              it (see 'intrus eval cider --help')\n"
     "  bootstrap   paired bootstrap of two systems, as sacreBLEU's --paired-bs\n"
     "              ('intrus eval bootstrap --help')\n"
     "\n"
@@ -70,6 +80,43 @@ static const char bleu_usage[] =
     "With --hyp2, both systems' scores with the mean and 95%% interval half-width over\n"
     "the resamples, the number of resamples where B beats A, p (that B is not better\n"
     "than A, one-sided) and sacreBLEU's two-sided paired-bs p.\n"
+    "\n"
+    "Exit status: 0 success, 1 failure, 2 usage error, 4 plugin error,\n"
+    "5 unreadable or invalid input file.\n";
+
+static const char cider_usage[] =
+    "Usage: intrus eval cider --ref REF [--ref REF2 ...] --hyp HYP [options]\n"
+    "\n"
+    "Corpus CIDEr-D of the captions in HYP, computed as the MSCOCO caption evaluation\n"
+    "(coco-caption) computes it: PTB tokenization (lowercased, punctuation dropped),\n"
+    "n-grams up to 4 weighted by document frequencies over the references of the whole\n"
+    "test set, the Gaussian length penalty; reported x 100 (coco-caption's 0.810 is\n"
+    "81.0). Files are UTF-8 (plain or gzip; '-' is standard input), one image per line,\n"
+    "all with the same number of lines: the n-th REF file holds every image's n-th\n"
+    "reference, and an empty line is a reference that image does not have (every image\n"
+    "needs at least one).\n"
+    "\n"
+    "Options:\n"
+    "  -r, --ref FILE         a reference file (repeat for more references per image)\n"
+    "  -i, --hyp FILE         the captions to score (system A)\n"
+    "      --hyp2 FILE        a second system B: paired bootstrap test of B against A\n"
+    "  -b, --bootstrap N      bootstrap resamples (default 1000 with --hyp2; without\n"
+    "                         --hyp2: a 95%% confidence interval for HYP)\n"
+    "      --seed S           resampling seed (default %d)\n"
+    "      --sigma S          standard deviation of the length penalty (default 6)\n"
+    "  -j, --json             print a JSON object instead of text\n"
+    "  -p, --plugin-path DIRS colon-separated plugin directories searched first\n"
+    "  -h, --help             this help\n"
+    "\n"
+    "Output:\n"
+    "  CIDEr-D = 81.03 (5000 images)\n"
+    "  nrefs:5|tok:ptb|sigma:6|version:coco-caption\n"
+    "\n"
+    "With --hyp2, as 'intrus eval bleu --hyp2' prints them: both systems' scores with the\n"
+    "mean and 95%% interval half-width over the resamples (images are resampled; the\n"
+    "document frequencies stay those of the whole test set), the number of resamples\n"
+    "where B beats A, p (that B is not better than A, one-sided) and sacreBLEU's\n"
+    "two-sided paired-bs p.\n"
     "\n"
     "Exit status: 0 success, 1 failure, 2 usage error, 4 plugin error,\n"
     "5 unreadable or invalid input file.\n";
@@ -209,46 +256,25 @@ static void bootstrap_signature(const char *sig, int samples, uint64_t seed, cha
            bar);
 }
 
-/* One system as sacreBLEU's Score.format(is_json=True) builds it, plus the numbers
- * behind the verbose string. sys may be NULL (no resampling). */
-static void json_system(FILE *f, const char *indent, const struct intrus_eval_scores *sc,
-                        const char *signature, const struct intrus_bootstrap_system *sys) {
-  char verbose[256];
-  verbose_score(sc, verbose, sizeof verbose);
-  fprintf(f, "{\n%s \"name\": \"BLEU\",\n%s \"score\": ", indent, indent);
-  json_score(f, score_value(sc, "BLEU"));
-  fprintf(f, ",\n%s \"signature\": ", indent);
-  cli_json_string(f, signature);
-  if (sys) {
-    char conf[128];
-    snprintf(conf, sizeof conf, "\xce\xbc = %.2f \xc2\xb1 %.2f", sys->mean, sys->ci);
-    fprintf(f, ",\n%s \"confidence_mean\": ", indent);
-    json_score(f, sys->mean);
-    fprintf(f, ",\n%s \"confidence_var\": ", indent);
-    json_score(f, sys->ci);
-    fprintf(f, ",\n%s \"confidence\": ", indent);
-    cli_json_string(f, conf);
-    fprintf(f, ",\n%s \"ci_lower\": ", indent);
-    json_number(f, sys->lower);
-    fprintf(f, ",\n%s \"ci_upper\": ", indent);
-    json_number(f, sys->upper);
-  }
-  fprintf(f, ",\n%s \"verbose_score\": ", indent);
-  cli_json_string(f, verbose);
-  fprintf(f, ",\n%s \"precisions\": [", indent);
-  for (int n = 1; n <= 4; n++) {
-    char name[8];
-    snprintf(name, sizeof name, "P%d", n);
-    if (n > 1) fputs(", ", f);
-    json_number(f, score_value(sc, name));
-  }
-  fprintf(f, "],\n%s \"bp\": ", indent);
-  json_number(f, score_value(sc, "BP"));
-  fprintf(f, ",\n%s \"ratio\": ", indent);
-  json_number(f, score_value(sc, "ratio"));
-  fprintf(f, ",\n%s \"hyp_len\": %.0f,\n%s \"ref_len\": %.0f", indent,
-          score_value(sc, "hyp_len"), indent, score_value(sc, "ref_len"));
-  /* sacreBLEU also spells the signature out as keys (nrefs, case, ..., version). */
+/* The resampling fields of a system's JSON object (sacreBLEU's names). */
+static void json_confidence(FILE *f, const char *indent,
+                            const struct intrus_bootstrap_system *sys) {
+  char conf[128];
+  snprintf(conf, sizeof conf, "\xce\xbc = %.2f \xc2\xb1 %.2f", sys->mean, sys->ci);
+  fprintf(f, ",\n%s \"confidence_mean\": ", indent);
+  json_score(f, sys->mean);
+  fprintf(f, ",\n%s \"confidence_var\": ", indent);
+  json_score(f, sys->ci);
+  fprintf(f, ",\n%s \"confidence\": ", indent);
+  cli_json_string(f, conf);
+  fprintf(f, ",\n%s \"ci_lower\": ", indent);
+  json_number(f, sys->lower);
+  fprintf(f, ",\n%s \"ci_upper\": ", indent);
+  json_number(f, sys->upper);
+}
+
+/* The signature spelt out as keys (nrefs, case, ..., version), as sacreBLEU does. */
+static void json_signature_keys(FILE *f, const char *indent, const char *signature) {
   const char *p = signature;
   while (*p) {
     const char *bar = strchr(p, '|'), *colon = strchr(p, ':');
@@ -264,6 +290,35 @@ static void json_system(FILE *f, const char *indent, const struct intrus_eval_sc
     }
     p += flen + (bar ? 1 : 0);
   }
+}
+
+/* One system as sacreBLEU's Score.format(is_json=True) builds it, plus the numbers
+ * behind the verbose string. sys may be NULL (no resampling). */
+static void json_system(FILE *f, const char *indent, const struct intrus_eval_scores *sc,
+                        const char *signature, const struct intrus_bootstrap_system *sys) {
+  char verbose[256];
+  verbose_score(sc, verbose, sizeof verbose);
+  fprintf(f, "{\n%s \"name\": \"BLEU\",\n%s \"score\": ", indent, indent);
+  json_score(f, score_value(sc, "BLEU"));
+  fprintf(f, ",\n%s \"signature\": ", indent);
+  cli_json_string(f, signature);
+  if (sys) json_confidence(f, indent, sys);
+  fprintf(f, ",\n%s \"verbose_score\": ", indent);
+  cli_json_string(f, verbose);
+  fprintf(f, ",\n%s \"precisions\": [", indent);
+  for (int n = 1; n <= 4; n++) {
+    char name[8];
+    snprintf(name, sizeof name, "P%d", n);
+    if (n > 1) fputs(", ", f);
+    json_number(f, score_value(sc, name));
+  }
+  fprintf(f, "],\n%s \"bp\": ", indent);
+  json_number(f, score_value(sc, "BP"));
+  fprintf(f, ",\n%s \"ratio\": ", indent);
+  json_number(f, score_value(sc, "ratio"));
+  fprintf(f, ",\n%s \"hyp_len\": %.0f,\n%s \"ref_len\": %.0f", indent,
+          score_value(sc, "hyp_len"), indent, score_value(sc, "ref_len"));
+  json_signature_keys(f, indent, signature);
   fprintf(f, "\n%s}", indent);
 }
 
@@ -277,15 +332,51 @@ static void text_system(FILE *f, const char *label, const struct intrus_eval_sco
   fprintf(f, " %s\n", verbose);
 }
 
-/* ---- intrus eval bleu -------------------------------------------------------------- */
+/* CIDEr-D: "CIDEr-D = 81.03 (5000 images)", with the resampled mean and half-width
+ * after the score as for BLEU. */
+static void cider_text_system(FILE *f, const char *label, const struct intrus_eval_scores *sc,
+                              const struct intrus_bootstrap_system *sys) {
+  if (label) fprintf(f, "%s: ", label);
+  fprintf(f, "CIDEr-D = %.2f", score_value(sc, "CIDEr"));
+  if (sys) fprintf(f, " (\xce\xbc = %.2f \xc2\xb1 %.2f)", sys->mean, sys->ci);
+  fprintf(f, " (%.0f images)\n", score_value(sc, "images"));
+}
+
+/* CIDEr-D as JSON, shaped like BLEU's: name, score (2 decimals), signature, the
+ * resampling fields, then the unrounded score (x 100), the number of images and the
+ * signature's fields. */
+static void cider_json_system(FILE *f, const char *indent, const struct intrus_eval_scores *sc,
+                              const char *signature, const struct intrus_bootstrap_system *sys) {
+  fprintf(f, "{\n%s \"name\": \"CIDEr-D\",\n%s \"score\": ", indent, indent);
+  json_score(f, score_value(sc, "CIDEr"));
+  fprintf(f, ",\n%s \"signature\": ", indent);
+  cli_json_string(f, signature);
+  if (sys) json_confidence(f, indent, sys);
+  fprintf(f, ",\n%s \"score_full\": ", indent);
+  json_number(f, score_value(sc, "CIDEr"));
+  fprintf(f, ",\n%s \"images\": %.0f", indent, score_value(sc, "images"));
+  json_signature_keys(f, indent, signature);
+  fprintf(f, "\n%s}", indent);
+}
+
+typedef void (*text_system_fn)(FILE *f, const char *label, const struct intrus_eval_scores *sc,
+                               const struct intrus_bootstrap_system *sys);
+typedef void (*json_system_fn)(FILE *f, const char *indent, const struct intrus_eval_scores *sc,
+                               const char *signature, const struct intrus_bootstrap_system *sys);
+
+/* ---- intrus eval bleu / cider: options ------------------------------------------------ */
 
 #define MAX_REFS 64
 
-struct bleu_args {
+enum metric { METRIC_BLEU, METRIC_CIDER };
+
+struct eval_args {
+  enum metric metric;
   const char *refs[MAX_REFS];
   int nrefs;
   const char *hyp, *hyp2, *tok, *smooth, *plugin_path;
   bool lc, json;
+  double sigma; /* CIDEr-D */
   long bootstrap;
   uint64_t seed;
 };
@@ -296,8 +387,8 @@ static bool one_of(const char *v, const char *const *choices) {
   return false;
 }
 
-/* "intrus <cmd>: <message>" and where to find help; cmd is "eval bleu" or "eval
- * bootstrap" (the bootstrap hands its shared options to eval bleu's parser). */
+/* "intrus <cmd>: <message>" and where to find help; cmd is "eval bleu", "eval cider" or
+ * "eval bootstrap" (the bootstrap hands its shared options to the metric's parser). */
 static int usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static int usage_error(const char *cmd, const char *fmt, ...) {
@@ -310,9 +401,67 @@ static int usage_error(const char *cmd, const char *fmt, ...) {
   return INTRUS_EXIT_USAGE;
 }
 
+/* getopt codes of the long options without a short form. */
+enum { OPT_HYP2 = 1000, OPT_SEED, OPT_SIGMA };
+
+/* The options both metrics have: -r, -i, --hyp2, -b, --seed, -j, -p. Returns -1 when c
+ * is not one of them, else -2 to go on or an exit code. own is the metric's own command
+ * ("eval bleu", "eval cider"): --bootstrap is called --samples in other commands. */
+static int common_option(const char *cmd, const char *own, int c, struct eval_args *a) {
+  switch (c) {
+  case 'r':
+    if (a->nrefs == MAX_REFS) return usage_error(cmd, "at most %d --ref files", MAX_REFS);
+    a->refs[a->nrefs++] = optarg;
+    return -2;
+  case 'i':
+    /* Keeping the last of two would score a file the user may not have meant. */
+    if (a->hyp) return usage_error(cmd, "--hyp given twice ('%s', '%s'): one system per --hyp, "
+                                        "a second one with --hyp2", a->hyp, optarg);
+    a->hyp = optarg;
+    return -2;
+  case OPT_HYP2:
+    if (a->hyp2) return usage_error(cmd, "--hyp2 given twice ('%s', '%s')", a->hyp2, optarg);
+    a->hyp2 = optarg;
+    return -2;
+  case 'b': {
+    char *end;
+    errno = 0;
+    a->bootstrap = strtol(optarg, &end, 10);
+    if (errno || *end || a->bootstrap <= 0 || a->bootstrap > 1000000)
+      return usage_error(cmd, "--%s wants a number of resamples from 1 to 1000000, "
+                              "got '%s'", strcmp(cmd, own) ? "samples" : "bootstrap",
+                              optarg);
+    return -2;
+  }
+  case OPT_SEED: {
+    char *end;
+    errno = 0;
+    unsigned long long s = strtoull(optarg, &end, 10);
+    if (errno || *end || !*optarg || optarg[0] == '-')
+      return usage_error(cmd, "--seed wants a non-negative integer, got '%s'", optarg);
+    a->seed = s;
+    return -2;
+  }
+  case 'j': a->json = true; return -2;
+  case 'p': a->plugin_path = optarg; return -2;
+  default: return -1;
+  }
+}
+
+/* What every metric checks once its options are read. -1 to go on, or an exit code. */
+static int finish_args(const char *cmd, int argc, char **argv, struct eval_args *a) {
+  if (optind < argc) return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+  if (!a->hyp) return usage_error(cmd, "a hypothesis file is needed (--hyp FILE)");
+  if (a->nrefs == 0) return usage_error(cmd, "a reference file is needed (--ref FILE)");
+  int stdin_uses = !strcmp(a->hyp, "-") + (a->hyp2 && !strcmp(a->hyp2, "-"));
+  for (int r = 0; r < a->nrefs; r++) stdin_uses += !strcmp(a->refs[r], "-");
+  if (stdin_uses > 1) return usage_error(cmd, "standard input ('-') can be only one of the files");
+  if (a->hyp2 && a->bootstrap == 0) a->bootstrap = INTRUS_BOOTSTRAP_DEFAULT_SAMPLES;
+  return -1;
+}
+
 /* Returns -1 to go on, or an exit code. cmd names the command in usage errors. */
-static int parse_bleu_args(const char *cmd, int argc, char **argv, struct bleu_args *a) {
-  enum { OPT_HYP2 = 1000, OPT_SEED };
+static int parse_bleu_args(const char *cmd, int argc, char **argv, struct eval_args *a) {
   static const struct option longopts[] = {
       {"ref", required_argument, NULL, 'r'},       {"hyp", required_argument, NULL, 'i'},
       {"hyp2", required_argument, NULL, OPT_HYP2}, {"bootstrap", required_argument, NULL, 'b'},
@@ -323,46 +472,17 @@ static int parse_bleu_args(const char *cmd, int argc, char **argv, struct bleu_a
   static const char *const toks[] = {"13a", "char", "none", NULL};
   static const char *const smooths[] = {"exp", "none", "floor", "add-k", NULL};
   memset(a, 0, sizeof *a);
+  a->metric = METRIC_BLEU;
   a->tok = "13a";
   a->smooth = "exp";
   a->seed = INTRUS_BOOTSTRAP_DEFAULT_SEED;
   optind = 1;
   int c;
   while ((c = getopt_long(argc, argv, "r:i:b:t:ls:jp:h", longopts, NULL)) != -1) {
+    int rc = common_option(cmd, "eval bleu", c, a);
+    if (rc >= 0) return rc;
+    if (rc == -2) continue;
     switch (c) {
-    case 'r':
-      if (a->nrefs == MAX_REFS) return usage_error(cmd, "at most %d --ref files", MAX_REFS);
-      a->refs[a->nrefs++] = optarg;
-      break;
-    case 'i':
-      /* Keeping the last of two would score a file the user may not have meant. */
-      if (a->hyp) return usage_error(cmd, "--hyp given twice ('%s', '%s'): one system per --hyp, "
-                                          "a second one with --hyp2", a->hyp, optarg);
-      a->hyp = optarg;
-      break;
-    case OPT_HYP2:
-      if (a->hyp2) return usage_error(cmd, "--hyp2 given twice ('%s', '%s')", a->hyp2, optarg);
-      a->hyp2 = optarg;
-      break;
-    case 'b': {
-      char *end;
-      errno = 0;
-      a->bootstrap = strtol(optarg, &end, 10);
-      if (errno || *end || a->bootstrap <= 0 || a->bootstrap > 1000000)
-        return usage_error(cmd, "--%s wants a number of resamples from 1 to 1000000, "
-                                "got '%s'", strcmp(cmd, "eval bleu") ? "samples" : "bootstrap",
-                                optarg);
-      break;
-    }
-    case OPT_SEED: {
-      char *end;
-      errno = 0;
-      unsigned long long s = strtoull(optarg, &end, 10);
-      if (errno || *end || !*optarg || optarg[0] == '-')
-        return usage_error(cmd, "--seed wants a non-negative integer, got '%s'", optarg);
-      a->seed = s;
-      break;
-    }
     case 't':
       if (!one_of(optarg, toks))
         return usage_error(cmd, "--tok wants 13a, char or none, got '%s'", optarg);
@@ -374,34 +494,69 @@ static int parse_bleu_args(const char *cmd, int argc, char **argv, struct bleu_a
         return usage_error(cmd, "--smooth wants exp, none, floor or add-k, got '%s'", optarg);
       a->smooth = optarg;
       break;
-    case 'j': a->json = true; break;
-    case 'p': a->plugin_path = optarg; break;
     case 'h': printf(bleu_usage, INTRUS_BOOTSTRAP_DEFAULT_SEED); return INTRUS_EXIT_OK;
     default: fprintf(stderr, bleu_usage, INTRUS_BOOTSTRAP_DEFAULT_SEED); return INTRUS_EXIT_USAGE;
     }
   }
-  if (optind < argc) return usage_error(cmd, "unexpected argument '%s'", argv[optind]);
-  if (!a->hyp) return usage_error(cmd, "a hypothesis file is needed (--hyp FILE)");
-  if (a->nrefs == 0) return usage_error(cmd, "a reference file is needed (--ref FILE)");
-  int stdin_uses = !strcmp(a->hyp, "-") + (a->hyp2 && !strcmp(a->hyp2, "-"));
-  for (int r = 0; r < a->nrefs; r++) stdin_uses += !strcmp(a->refs[r], "-");
-  if (stdin_uses > 1) return usage_error(cmd, "standard input ('-') can be only one of the files");
-  if (a->hyp2 && a->bootstrap == 0) a->bootstrap = INTRUS_BOOTSTRAP_DEFAULT_SAMPLES;
-  return -1;
+  return finish_args(cmd, argc, argv, a);
+}
+
+/* The same for CIDEr-D, whose own option is --sigma. */
+static int parse_cider_args(const char *cmd, int argc, char **argv, struct eval_args *a) {
+  static const struct option longopts[] = {
+      {"ref", required_argument, NULL, 'r'},       {"hyp", required_argument, NULL, 'i'},
+      {"hyp2", required_argument, NULL, OPT_HYP2}, {"bootstrap", required_argument, NULL, 'b'},
+      {"seed", required_argument, NULL, OPT_SEED}, {"sigma", required_argument, NULL, OPT_SIGMA},
+      {"json", no_argument, NULL, 'j'},            {"plugin-path", required_argument, NULL, 'p'},
+      {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
+  memset(a, 0, sizeof *a);
+  a->metric = METRIC_CIDER;
+  a->sigma = 6.0;
+  a->seed = INTRUS_BOOTSTRAP_DEFAULT_SEED;
+  optind = 1;
+  int c;
+  while ((c = getopt_long(argc, argv, "r:i:b:jp:h", longopts, NULL)) != -1) {
+    int rc = common_option(cmd, "eval cider", c, a);
+    if (rc >= 0) return rc;
+    if (rc == -2) continue;
+    switch (c) {
+    case OPT_SIGMA: {
+      char *end;
+      errno = 0;
+      a->sigma = strtod(optarg, &end);
+      if (errno || *end || !*optarg || !isfinite(a->sigma) || !(a->sigma > 0))
+        return usage_error(cmd, "--sigma wants a positive number, got '%s'", optarg);
+      break;
+    }
+    case 'h': printf(cider_usage, INTRUS_BOOTSTRAP_DEFAULT_SEED); return INTRUS_EXIT_OK;
+    default: fprintf(stderr, cider_usage, INTRUS_BOOTSTRAP_DEFAULT_SEED); return INTRUS_EXIT_USAGE;
+    }
+  }
+  return finish_args(cmd, argc, argv, a);
+}
+
+/* ---- intrus eval bleu / cider: scoring -------------------------------------------- */
+
+/* Reference r of segment i as the evaluator gets it: for CIDEr-D an empty line is a
+ * reference the image does not have (NULL); for BLEU it is a reference of length 0. */
+static const char *seg_ref(const struct eval_args *a, const struct text_file *refs, int r,
+                           size_t i) {
+  const char *line = refs[r].lines[i];
+  return a->metric == METRIC_CIDER && !*line ? NULL : line;
 }
 
 /* Segment statistics of every line of hyp (nseg rows of ss doubles). */
 static enum intrus_status system_stats(const struct intrus_evaluator_vtable *vt, void *self,
-                                       const struct text_file *hyp,
-                                       const struct text_file *refs, int nrefs, int ss,
-                                       double **out, struct intrus_error *err) {
+                                       const struct eval_args *a, const struct text_file *hyp,
+                                       const struct text_file *refs, int ss, double **out,
+                                       struct intrus_error *err) {
   const char *seg_refs[MAX_REFS];
   double *stats = calloc(hyp->n * (size_t)ss, sizeof *stats);
   if (!stats) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
   for (size_t i = 0; i < hyp->n; i++) {
-    for (int r = 0; r < nrefs; r++) seg_refs[r] = refs[r].lines[i];
-    enum intrus_status st =
-        vt->segment_stats(self, hyp->lines[i], seg_refs, nrefs, stats + i * (size_t)ss, err);
+    for (int r = 0; r < a->nrefs; r++) seg_refs[r] = seg_ref(a, refs, r, i);
+    enum intrus_status st = vt->segment_stats(self, hyp->lines[i], seg_refs, a->nrefs,
+                                              stats + i * (size_t)ss, err);
     if (st != INTRUS_OK) {
       free(stats);
       return intrus_error_prefix(err, "%s:%zu", hyp->path, i + 1);
@@ -409,6 +564,30 @@ static enum intrus_status system_stats(const struct intrus_evaluator_vtable *vt,
   }
   *out = stats;
   return INTRUS_OK;
+}
+
+/* The evaluator's prepare() (if it has one) over every segment's references. */
+static enum intrus_status prepare_refs(const struct intrus_evaluator_vtable *vt, void *self,
+                                       const struct eval_args *a, const struct text_file *refs,
+                                       size_t nseg, struct intrus_error *err) {
+  if (!vt->prepare) return INTRUS_OK;
+  if (nseg > INT_MAX)
+    return intrus_error_set(err, INTRUS_ERR_DATA, "%s: too many lines", refs[0].path);
+  const char **flat = malloc(nseg * (size_t)a->nrefs * sizeof *flat);
+  const char *const **rows = malloc(nseg * sizeof *rows);
+  enum intrus_status st = INTRUS_OK;
+  if (!flat || !rows) {
+    st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  } else {
+    for (size_t i = 0; i < nseg; i++) {
+      for (int r = 0; r < a->nrefs; r++) flat[i * (size_t)a->nrefs + r] = seg_ref(a, refs, r, i);
+      rows[i] = flat + i * (size_t)a->nrefs;
+    }
+    st = vt->prepare(self, (int)nseg, rows, a->nrefs, err);
+  }
+  free(flat);
+  free(rows);
+  return st;
 }
 
 static void sum_stats(const double *stats, size_t nseg, int ss, double *sum) {
@@ -419,8 +598,8 @@ static void sum_stats(const double *stats, size_t nseg, int ss, double *sum) {
 
 /* Every input file read and checked against the others: same line counts. An empty
  * reference line is a reference of length 0, as in sacreBLEU 2.3.1's command line (only
- * an API's None is an absent reference). */
-static enum intrus_status read_inputs(const struct bleu_args *a, struct text_file *refs,
+ * an API's None is an absent reference); for CIDEr-D see seg_ref. */
+static enum intrus_status read_inputs(const struct eval_args *a, struct text_file *refs,
                                       struct text_file *hyp, struct text_file *hyp2,
                                       struct intrus_error *err) {
   enum intrus_status st;
@@ -444,9 +623,9 @@ static enum intrus_status read_inputs(const struct bleu_args *a, struct text_fil
   return INTRUS_OK;
 }
 
-/* Scores a.hyp (and with a.hyp2, the paired bootstrap of both); cmd names the command
- * in error messages. */
-static int bleu_run(const char *cmd, struct bleu_args a) {
+/* Scores a.hyp (and with a.hyp2, the paired bootstrap of both) with a.metric's plugin;
+ * cmd names the command in error messages. */
+static int eval_run(const char *cmd, struct eval_args a) {
   int rc;
   struct intrus_error err = {0};
   struct text_file refs[MAX_REFS], hyp = {0}, hyp2 = {0};
@@ -458,27 +637,37 @@ static int bleu_run(const char *cmd, struct bleu_args a) {
   void *self = NULL;
   double *stats_a = NULL, *stats_b = NULL, *sum = NULL;
   enum intrus_status st;
+  bool cider = a.metric == METRIC_CIDER;
+  text_system_fn text_sys = cider ? cider_text_system : text_system;
+  json_system_fn json_sys = cider ? cider_json_system : json_system;
   rc = INTRUS_EXIT_OK;
 
   if ((st = read_inputs(&a, refs, &hyp, &hyp2, &err))) goto fail;
 
   /* The options become the plugin's settings group, so the CLI goes through the same
    * strict config reading as an experiment's evaluator group. The values were checked
-   * against fixed lists above, so they cannot break out of the quotes. */
+   * against fixed lists (or are numbers) above, so they cannot break out of the quotes. */
   char settings[256];
-  snprintf(settings, sizeof settings, "tokenize = \"%s\";\nlowercase = %s;\nsmooth = \"%s\";\n",
-           a.tok, a.lc ? "true" : "false", a.smooth);
-  cfg = intrus_config_load_string(settings, "intrus eval bleu options", &err);
+  if (cider)
+    snprintf(settings, sizeof settings, "sigma = %.17e;\n", a.sigma);
+  else
+    snprintf(settings, sizeof settings,
+             "tokenize = \"%s\";\nlowercase = %s;\nsmooth = \"%s\";\n", a.tok,
+             a.lc ? "true" : "false", a.smooth);
+  cfg = intrus_config_load_string(settings, cider ? "intrus eval cider options"
+                                                  : "intrus eval bleu options", &err);
   if (!cfg) goto fail;
   search = intrus_cli_search_path(a.plugin_path, NULL);
-  if ((st = intrus_plugin_load(search, INTRUS_KIND_EVALUATOR, "bleu", &plugin, &err))) goto fail;
+  if ((st = intrus_plugin_load(search, INTRUS_KIND_EVALUATOR, cider ? "cider" : "bleu", &plugin,
+                               &err)))
+    goto fail;
   vt = intrus_plugin_descriptor(plugin)->vtable;
   if ((st = vt->create(intrus_config_root(cfg), &self, &err))) goto fail;
   int ss = vt->stats_size(self);
 
-  if ((st = system_stats(vt, self, &hyp, refs, a.nrefs, ss, &stats_a, &err))) goto fail;
-  if (a.hyp2 && (st = system_stats(vt, self, &hyp2, refs, a.nrefs, ss, &stats_b, &err)))
-    goto fail;
+  if ((st = prepare_refs(vt, self, &a, refs, hyp.n, &err))) goto fail;
+  if ((st = system_stats(vt, self, &a, &hyp, refs, ss, &stats_a, &err))) goto fail;
+  if (a.hyp2 && (st = system_stats(vt, self, &a, &hyp2, refs, ss, &stats_b, &err))) goto fail;
 
   struct intrus_eval_scores sc_a, sc_b;
   memset(&sc_a, 0, sizeof sc_a);
@@ -497,10 +686,10 @@ static int bleu_run(const char *cmd, struct bleu_args a) {
 
   if (a.bootstrap == 0) {
     if (a.json) {
-      json_system(stdout, "", &sc_a, sc_a.signature, NULL);
+      json_sys(stdout, "", &sc_a, sc_a.signature, NULL);
       fputc('\n', stdout);
     } else {
-      text_system(stdout, NULL, &sc_a, NULL);
+      text_sys(stdout, NULL, &sc_a, NULL);
       printf("%s\n", sc_a.signature);
     }
     goto done;
@@ -515,19 +704,19 @@ static int bleu_run(const char *cmd, struct bleu_args a) {
   if (!stats_b) {
     /* One system: its confidence interval only. */
     if (a.json) {
-      json_system(stdout, "", &sc_a, sig, &res.a);
+      json_sys(stdout, "", &sc_a, sig, &res.a);
       fputc('\n', stdout);
     } else {
-      text_system(stdout, NULL, &sc_a, &res.a);
+      text_sys(stdout, NULL, &sc_a, &res.a);
       printf("%s\n", sig);
     }
     goto done;
   }
   if (a.json) {
     printf("{\n \"A\": ");
-    json_system(stdout, " ", &sc_a, sig, &res.a);
+    json_sys(stdout, " ", &sc_a, sig, &res.a);
     printf(",\n \"B\": ");
-    json_system(stdout, " ", &sc_b, sig, &res.b);
+    json_sys(stdout, " ", &sc_b, sig, &res.b);
     printf(",\n \"file_a\": ");
     cli_json_string(stdout, hyp.path);
     printf(",\n \"file_b\": ");
@@ -543,9 +732,9 @@ static int bleu_run(const char *cmd, struct bleu_args a) {
   } else {
     char label[4200];
     snprintf(label, sizeof label, "A (%s)", hyp.path);
-    text_system(stdout, label, &sc_a, &res.a);
+    text_sys(stdout, label, &sc_a, &res.a);
     snprintf(label, sizeof label, "B (%s)", hyp2.path);
-    text_system(stdout, label, &sc_b, &res.b);
+    text_sys(stdout, label, &sc_b, &res.b);
     printf("paired bootstrap: B > A in %d of %d resamples; p = %.4f (B not better than A); "
            "sacreBLEU paired-bs p = %.4f\n",
            res.b_better, res.samples, res.p_value, res.p_sacrebleu);
@@ -570,9 +759,15 @@ done:
 }
 
 static int cmd_bleu(int argc, char **argv) {
-  struct bleu_args a;
+  struct eval_args a;
   int rc = parse_bleu_args("eval bleu", argc, argv, &a);
-  return rc >= 0 ? rc : bleu_run("eval bleu", a);
+  return rc >= 0 ? rc : eval_run("eval bleu", a);
+}
+
+static int cmd_cider(int argc, char **argv) {
+  struct eval_args a;
+  int rc = parse_cider_args("eval cider", argc, argv, &a);
+  return rc >= 0 ? rc : eval_run("eval cider", a);
 }
 
 /* ---- intrus eval bootstrap ------------------------------------------------------- */
@@ -585,17 +780,19 @@ static const char bootstrap_usage[] =
     "and number of samples give the same resamples): each system's score, the mean and\n"
     "95%% interval half-width of its resampled scores, the number of resamples where B\n"
     "beats A, p (that B is not better than A, one-sided) and sacreBLEU's two-sided\n"
-    "paired-bs p. The same as 'intrus eval bleu --hyp A --hyp2 B'.\n"
+    "paired-bs p. The same as 'intrus eval bleu --hyp A --hyp2 B' (or 'intrus eval\n"
+    "cider ...' with --metric cider).\n"
     "\n"
     "Options:\n"
     "  -r, --ref FILE         a reference file (repeat for multiple references)\n"
     "  -i, --hyp FILE         system A, then system B (exactly two)\n"
-    "  -m, --metric NAME      the metric resampled: bleu (default; the only one so far)\n"
+    "  -m, --metric NAME      the metric resampled: bleu (default) or cider (CIDEr-D)\n"
     "  -n, --samples N        resamples (default %d)\n"
     "      --seed S           resampling seed (default %d)\n"
     "  -t, --tok NAME         BLEU tokenizer: 13a (default), char or none\n"
-    "  -l, --lc               lowercase before tokenizing\n"
-    "  -s, --smooth NAME      exp (default), none, floor or add-k\n"
+    "  -l, --lc               BLEU: lowercase before tokenizing\n"
+    "  -s, --smooth NAME      BLEU: exp (default), none, floor or add-k\n"
+    "      --sigma S          CIDEr-D: standard deviation of the length penalty (default 6)\n"
     "  -j, --json             print a JSON object instead of text\n"
     "  -p, --plugin-path DIRS colon-separated plugin directories searched first\n"
     "  -h, --help             this help\n"
@@ -603,8 +800,9 @@ static const char bootstrap_usage[] =
     "Exit status: 0 success, 1 failure, 2 usage error, 4 plugin error,\n"
     "5 unreadable or invalid input file.\n";
 
-/* The bootstrap's own options (two --hyp, --metric, --samples) become eval bleu's, which
- * then checks the rest: one parser for the settings both commands share. */
+/* The bootstrap's own options (two --hyp, --metric, --samples) become those of the
+ * metric's command (eval bleu or eval cider), whose parser then checks the rest: one
+ * parser for the settings both commands share. */
 static int cmd_bootstrap(int argc, char **argv) {
   const char *hyps[2] = {NULL, NULL}, *metric = "bleu", *samples = NULL;
   int nhyp = 0;
@@ -612,6 +810,16 @@ static int cmd_bootstrap(int argc, char **argv) {
   if (!rest) {
     fputs("intrus eval bootstrap: out of memory\n", stderr);
     return INTRUS_EXIT_FAILURE;
+  }
+  /* The metric first (the last --metric counts), for the messages below. */
+  const char *named = "bleu";
+  for (int i = 1; i < argc; i++) {
+    if (!strncmp(argv[i], "--metric=", 9)) named = argv[i] + 9;
+    else if ((!strcmp(argv[i], "-m") || !strcmp(argv[i], "--metric")) && i + 1 < argc)
+      named = argv[++i];
+    else if (!strcmp(argv[i], "-i") || !strcmp(argv[i], "--hyp") || !strcmp(argv[i], "-n") ||
+             !strcmp(argv[i], "--samples"))
+      i++;
   }
   int nrest = 0;
   rest[nrest++] = "bootstrap";
@@ -653,14 +861,16 @@ static int cmd_bootstrap(int argc, char **argv) {
         samples = val;
       }
     } else if (!strcmp(name, "-b") || !strcmp(name, "--bootstrap") || !strcmp(name, "--hyp2")) {
-      rc = usage_error("eval bootstrap", "%s is an option of 'intrus eval bleu'; here, --samples N "
-                                 "and --hyp twice", name);
+      rc = usage_error("eval bootstrap", "%s is an option of 'intrus eval %s'; here, --samples N "
+                                 "and --hyp twice",
+                       name, strcmp(named, "cider") ? "bleu" : "cider");
     } else {
       rest[nrest++] = argv[i];
     }
   }
-  if (rc < 0 && strcmp(metric, "bleu"))
-    rc = usage_error("eval bootstrap", "no metric '%s' to resample (available: bleu)", metric);
+  if (rc < 0 && strcmp(metric, "bleu") && strcmp(metric, "cider"))
+    rc = usage_error("eval bootstrap", "no metric '%s' to resample (available: bleu, cider)",
+                     metric);
   if (rc < 0 && nhyp != 2)
     rc = usage_error("eval bootstrap", "two systems are needed: --hyp A --hyp B (got %d)", nhyp);
   if (rc < 0) {
@@ -668,13 +878,14 @@ static int cmd_bootstrap(int argc, char **argv) {
     rest[nrest++] = (char *)hyps[0];
     rest[nrest++] = "--hyp2";
     rest[nrest++] = (char *)hyps[1];
-    if (samples) { /* checked by eval bleu's --bootstrap, named as --samples */
+    if (samples) { /* checked by the metric's --bootstrap, named as --samples */
       rest[nrest++] = "--bootstrap";
       rest[nrest++] = (char *)samples;
     }
-    struct bleu_args a;
-    rc = parse_bleu_args("eval bootstrap", nrest, rest, &a);
-    if (rc < 0) rc = bleu_run("eval bootstrap", a);
+    struct eval_args a;
+    if (!strcmp(metric, "cider")) rc = parse_cider_args("eval bootstrap", nrest, rest, &a);
+    else rc = parse_bleu_args("eval bootstrap", nrest, rest, &a);
+    if (rc < 0) rc = eval_run("eval bootstrap", a);
   }
   free(rest);
   return rc;
@@ -691,8 +902,10 @@ int intrus_cmd_eval(int argc, char **argv) {
     return INTRUS_EXIT_OK;
   }
   if (!strcmp(metric, "bleu")) return cmd_bleu(argc - 1, argv + 1);
+  if (!strcmp(metric, "cider")) return cmd_cider(argc - 1, argv + 1);
   if (!strcmp(metric, "bootstrap")) return cmd_bootstrap(argc - 1, argv + 1);
-  fprintf(stderr, "intrus eval: unknown metric '%s' (available: bleu, bootstrap; try 'intrus eval --help')\n",
+  fprintf(stderr, "intrus eval: unknown metric '%s' (available: bleu, cider, bootstrap; try "
+                  "'intrus eval --help')\n",
           metric);
   return INTRUS_EXIT_USAGE;
 }
