@@ -64,6 +64,16 @@ AC_DEFUN([INTRUS_CHECK_CAIRO], [
 PKG_CHECK_MODULES([CAIRO], [cairo >= 1.14], [], [_INTRUS_MISSING([cairo], [libcairo2-dev])])
 ])
 
+# INTRUS_CHECK_PNG: libpng 1.6, the PNG reader of the image layer (core/image); cairo
+# pulls it in too, but the image layer links it itself. Sets PNG_CFLAGS, PNG_LIBS.
+AC_DEFUN([INTRUS_CHECK_PNG], [
+PKG_CHECK_MODULES([PNG], [libpng >= 1.6], [],
+  [AC_CHECK_HEADER([png.h],
+     [AC_CHECK_LIB([png16], [png_set_chunk_malloc_max], [PNG_LIBS="-lpng16"],
+        [_INTRUS_MISSING([libpng >= 1.6], [libpng-dev])])],
+     [_INTRUS_MISSING([png.h (libpng >= 1.6)], [libpng-dev])])])
+])
+
 # INTRUS_DEPS_REPORT: stop with every missing dependency at once.
 AC_DEFUN([INTRUS_DEPS_REPORT], [
 AS_IF([test "x$intrus_missing" != "x"],

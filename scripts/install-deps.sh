@@ -5,7 +5,7 @@
 set -eu
 PACKAGES="build-essential autoconf automake libtool libltdl-dev pkg-config \
 libopenblas-dev libconfig-dev libutf8proc-dev zlib1g-dev libmecab-dev mecab-ipadic-utf8 \
-libcairo2-dev valgrind clang libclang-rt-14-dev"
+libcairo2-dev libpng-dev valgrind clang libclang-rt-14-dev"
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps.sh: run as root (sudo $0)" >&2
   exit 1

@@ -13,15 +13,16 @@ allowed() {
   case $1 in
     base)      echo "" ;;
     insertion) echo "base" ;;
+    image)     echo "base" ;;
     tensor)    echo "base insertion" ;;
     plugin)    echo "base insertion tensor" ;;
-    model)     echo "base tensor insertion plugin" ;;
-    text)      echo "base tensor plugin" ;;
-    search)    echo "base tensor insertion plugin model text" ;;
+    model)     echo "base tensor insertion plugin image" ;;
+    text)      echo "base tensor plugin image" ;;
+    search)    echo "base tensor insertion plugin model text image" ;;
     eval)      echo "base plugin" ;;
     viz)       echo "base" ;;
-    train)     echo "base tensor insertion plugin model text search eval" ;;
-    cli)       echo "base tensor insertion plugin model text search eval viz train" ;;
+    train)     echo "base tensor insertion plugin model text search eval image" ;;
+    cli)       echo "base tensor insertion plugin model text search eval viz train image" ;;
     tools)     echo "base" ;;
     *)         echo "?" ;;
   esac
@@ -31,6 +32,7 @@ public_layer() { # include/intrus/<name>.h -> the layer that implements it
   case $1 in
     status|rng|fileio|config) echo base ;;
     insertion) echo insertion ;;
+    image) echo image ;;
     tensor|blas|params|optim|nn) echo tensor ;;
     plugin) echo plugin ;;
     model|checkpoint) echo model ;;

@@ -11,7 +11,7 @@ secs=${1:-60}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FUZZ_BUILDDIR:-$(pwd)}/fuzz
 cc=${FUZZ_CC:-clang}
-names=${*:-config checkpoint vocab bpe lines bleu}
+names=${*:-config checkpoint vocab bpe lines bleu png}
 
 probe=$(mktemp -d)
 echo 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }' \
@@ -24,7 +24,7 @@ if ! "$cc" -fsanitize=fuzzer,address "$probe/p.c" -o "$probe/p" 2> "$probe/err";
 fi
 rm -rf "$probe"
 
-pkgs="openblas libconfig libutf8proc zlib cairo"
+pkgs="openblas libconfig libutf8proc zlib cairo libpng"
 cflags="-g -O1 -std=c11 -D_GNU_SOURCE -DINTRUS_NO_ISA_DISPATCH -I$src/include -I$src/core $(pkg-config --cflags $pkgs)"
 cflags="$cflags -DINTRUS_PKGLIBDIR=\"/nonexistent\" -DINTRUS_BUILDDIR=\"$build\" -DINTRUS_SRCDIR=\"$src\""
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
