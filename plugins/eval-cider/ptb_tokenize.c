@@ -70,6 +70,7 @@
 #include <utf8proc.h>
 
 #include "ptb_tokenize.h"
+#include "../common/unicode_case.h"
 
 /* ---- the lexer specification (PTBLexer.flex, CoreNLP v3.4.1) ------------------------ */
 
@@ -1103,46 +1104,6 @@ static bool act(struct ptb_lexer *lx, const struct ptb_rule *r, const uint32_t *
 
 /* ---- token output -------------------------------------------------------------------- */
 
-/* Case_Ignorable and Cased (DerivedCoreProperties) for the final sigma rule. */
-static bool case_ignorable(uint32_t c) {
-  switch (utf8proc_category((utf8proc_int32_t)c)) {
-  case UTF8PROC_CATEGORY_MN:
-  case UTF8PROC_CATEGORY_ME:
-  case UTF8PROC_CATEGORY_CF:
-  case UTF8PROC_CATEGORY_LM:
-  case UTF8PROC_CATEGORY_SK: return true;
-  default: break;
-  }
-  switch (c) {
-  case 0x0027: case 0x002E: case 0x003A: case 0x00B7: case 0x0387: case 0x055F:
-  case 0x05F4: case 0x2018: case 0x2019: case 0x2024: case 0x2027: case 0xFE13:
-  case 0xFE52: case 0xFE55: case 0xFF07: case 0xFF0E: case 0xFF1A: return true;
-  default: return false;
-  }
-}
-
-static bool cased(uint32_t c) {
-  switch (utf8proc_category((utf8proc_int32_t)c)) {
-  case UTF8PROC_CATEGORY_LU:
-  case UTF8PROC_CATEGORY_LL:
-  case UTF8PROC_CATEGORY_LT: return true;
-  default: break;
-  }
-  return c == 0xAA || c == 0xBA || (c >= 0x2160 && c <= 0x217F) ||
-         (c >= 0x24B6 && c <= 0x24E9) || (c >= 0x1F130 && c <= 0x1F149) ||
-         (c >= 0x1F150 && c <= 0x1F169) || (c >= 0x1F170 && c <= 0x1F189);
-}
-
-/* U+03A3 in the Final_Sigma context: a cased letter before it and none after it,
- * skipping case-ignorable code points both ways. */
-static bool final_sigma(const uint32_t *s, size_t n, size_t i) {
-  size_t j = i;
-  while (j > 0 && case_ignorable(s[j - 1])) j--;
-  if (j == 0 || !cased(s[j - 1])) return false;
-  for (j = i + 1; j < n && case_ignorable(s[j]); j++) {}
-  return j == n || !cased(s[j]);
-}
-
 /* lx->tok (units) as code points in lx->cps: surrogate pairs joined, a lone surrogate
  * '?' (what Java's UTF-8 encoder writes for it). */
 static bool token_cps(struct ptb_lexer *lx) {
@@ -1173,7 +1134,7 @@ static bool token_lower(struct ptb_lexer *lx) {
       lx->low[lx->nlow++] = 'i';
       lx->low[lx->nlow++] = 0x307;
     } else if (c == 0x3A3) {
-      lx->low[lx->nlow++] = final_sigma(lx->cps, lx->ncps, i) ? 0x3C2 : 0x3C3;
+      lx->low[lx->nlow++] = unicase_final_sigma(lx->cps, lx->ncps, i) ? 0x3C2 : 0x3C3;
     } else {
       lx->low[lx->nlow++] = (uint32_t)utf8proc_tolower((utf8proc_int32_t)c);
     }

@@ -37,7 +37,8 @@ if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDI
 # The core, instrumented for coverage; the CLI and the tools are not under test here.
 objs=""
 for f in $(cd "$src" && ls core/*/*.c | grep -v -e '^core/cli/' -e '^core/tools/') \
-         plugins/eval-bleu/eval_bleu.c plugins/eval-bleu/bleu_text.c; do
+         plugins/eval-bleu/eval_bleu.c plugins/eval-bleu/bleu_text.c \
+         plugins/common/unicode_case.c; do
   o="$build/obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')"
   if [ ! -f "$o" ] || [ "$src/$f" -nt "$o" ]; then
     $cc $cflags $san -fsanitize=fuzzer-no-link -c "$src/$f" -o "$o" || exit 1
