@@ -96,13 +96,6 @@ static ssize_t prefixed_write(void *c, const char *buf, size_t size) {
 
 /* ---- one cell -------------------------------------------------------------------- */
 
-static void format_duration(double s, char *out, size_t n) {
-  if (!(s >= 0)) snprintf(out, n, "?");
-  else if (s < 90) snprintf(out, n, "%.0f s", s);
-  else if (s < 5400) snprintf(out, n, "%.0f min", s / 60);
-  else snprintf(out, n, "%.1f h", s / 3600);
-}
-
 /* A lock of its own for the whole cell (training, decoding, scoring): two tables that
  * share a run take turns on it instead of both decoding into one test.hyp. */
 static int lock_cell(const char *run_dir, const char *label, struct intrus_error *err) {
@@ -208,7 +201,7 @@ int intrus_cmd_table(int argc, char **argv) {
       char label[256], eta[32];
       snprintf(label, sizeof label, "[%d/%d %s %s]", ++k, todo, t->rows[r].name,
                t->cols[c].name);
-      format_duration(cs->estimate_s, eta, sizeof eta);
+      table_duration(cs->estimate_s, eta, sizeof eta);
       if (cs->state == CELL_PARTIAL)
         fprintf(stderr, "%s %s: resuming %s at step %ld of %ld (about %s left)\n", label,
                 cs->experiment, cs->run_dir, cs->step, cs->total_steps, eta);

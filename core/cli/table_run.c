@@ -260,12 +260,10 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   long log_step;
   double train_s, sps;
   cs->train_s = NAN;
-  cs->s_per_step = NAN;
-  cs->measured = false;
+  cs->log_s_per_step = cs->model_s_per_step = NAN;
   if (log_speed(cs->run_dir, &log_step, &train_s, &sps)) {
     cs->train_s = train_s;
-    cs->s_per_step = sps;
-    cs->measured = true;
+    cs->log_s_per_step = sps;
   }
   if (results_match(cs->run_dir, fp)) cs->state = CELL_DONE;
   else if (cs->step >= 0) cs->state = CELL_PARTIAL;
@@ -273,26 +271,28 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
     cs->state = CELL_NEW;
     cs->step = 0;
   }
-  if (cs->state != CELL_DONE && !cs->measured) {
-    /* A cell of the same model and training settings that has run: its speed. */
-    for (int rr = 0; rr < s->t->nrows && !cs->measured; rr++)
-      for (int cc = 0; cc < s->t->ncols && !cs->measured; cc++) {
-        const struct table_cell_state *o = &s->cells[rr][cc];
-        if ((rr != r || cc != c) && o->state != CELL_EMPTY && o->measured &&
-            o->cost_fp == cs->cost_fp) {
-          cs->s_per_step = o->s_per_step;
-          cs->measured = true;
-        }
-      }
-    if (!cs->measured) {
-      if (s->peak_gflops == 0.0) s->peak_gflops = sgemm_probe();
-      cs->s_per_step = model_s_per_step(cfg, s->peak_gflops);
-    }
+  if (cs->state != CELL_DONE && isnan(cs->log_s_per_step)) {
+    if (s->peak_gflops == 0.0) s->peak_gflops = sgemm_probe();
+    cs->model_s_per_step = model_s_per_step(cfg, s->peak_gflops);
   }
-  long left = cs->total_steps - cs->step;
-  cs->estimate_s = cs->state == CELL_DONE ? 0.0 : (left > 0 ? left : 0) * cs->s_per_step;
   intrus_config_free(cfg);
   return INTRUS_OK;
+}
+
+/* The time cell (r, c) still needs: at its own train.log's speed, else at that of a
+ * cell of the same model and training settings that has run, else the cost model's. */
+static void estimate(struct table_state *s, int r, int c) {
+  struct table_cell_state *cs = &s->cells[r][c];
+  cs->s_per_step = cs->log_s_per_step;
+  for (int rr = 0; rr < s->t->nrows && isnan(cs->s_per_step); rr++)
+    for (int cc = 0; cc < s->t->ncols && isnan(cs->s_per_step); cc++) {
+      const struct table_cell_state *o = &s->cells[rr][cc];
+      if (o->state != CELL_EMPTY && o->cost_fp == cs->cost_fp) cs->s_per_step = o->log_s_per_step;
+    }
+  cs->measured = !isnan(cs->s_per_step);
+  if (!cs->measured) cs->s_per_step = cs->model_s_per_step;
+  long left = cs->total_steps - cs->step;
+  cs->estimate_s = cs->state == CELL_DONE ? 0.0 : (left > 0 ? left : 0) * cs->s_per_step;
 }
 
 struct table_state *table_state_new(const struct table_spec *t, const char *runs,
@@ -305,18 +305,18 @@ struct table_state *table_state_new(const struct table_spec *t, const char *runs
   s->t = t;
   snprintf(s->runs, sizeof s->runs, "%s", runs);
   s->plugin_path = plugin_path;
-  /* Twice: measured cells first, so that the second pass can lend their speed to the
-   * cells of the same settings that have not run. */
-  for (int pass = 0; pass < 2; pass++)
-    for (int r = 0; r < t->nrows; r++)
-      for (int c = 0; c < t->ncols; c++) {
-        enum intrus_status st = examine(s, r, c, err);
-        if (st) {
-          intrus_error_prefix(err, "row %s, column %s", t->rows[r].name, t->cols[c].name);
-          free(s);
-          return NULL;
-        }
+  for (int r = 0; r < t->nrows; r++)
+    for (int c = 0; c < t->ncols; c++) {
+      enum intrus_status st = examine(s, r, c, err);
+      if (st) {
+        intrus_error_prefix(err, "row %s, column %s", t->rows[r].name, t->cols[c].name);
+        free(s);
+        return NULL;
       }
+    }
+  for (int r = 0; r < t->nrows; r++)
+    for (int c = 0; c < t->ncols; c++)
+      if (s->cells[r][c].state != CELL_EMPTY) estimate(s, r, c);
   /* Two cells that train into one run directory would each undo the other's results. */
   for (int r = 0; r < t->nrows; r++)
     for (int c = 0; c < t->ncols; c++)
@@ -345,10 +345,12 @@ void table_cell_refresh(struct table_state *s, int r, int c) {
   if (examine(s, r, c, &e)) {
     cs->state = CELL_FAILED;
     snprintf(cs->error, sizeof cs->error, "%s", e.msg);
+  } else if (cs->state != CELL_EMPTY) {
+    estimate(s, r, c);
   }
 }
 
-static void duration(double sec, char *out, size_t n) {
+void table_duration(double sec, char *out, size_t n) {
   if (!isfinite(sec)) snprintf(out, n, "?");
   else if (sec < 90) snprintf(out, n, "%.0f s", sec);
   else if (sec < 5400) snprintf(out, n, "%.0f min", sec / 60);
@@ -370,7 +372,7 @@ void table_print_plan(const struct table_state *s, FILE *f) {
       const struct table_cell_state *cs = &s->cells[r][c];
       if (cs->state == CELL_EMPTY) continue;
       char est[32];
-      duration(cs->estimate_s, est, sizeof est);
+      table_duration(cs->estimate_s, est, sizeof est);
       fprintf(f, "  %-*s  %-*s  ", wr, t->rows[r].name, wc, t->cols[c].name);
       switch (cs->state) {
       case CELL_DONE: fprintf(f, "done      %s", cs->run_dir); break;
@@ -392,7 +394,7 @@ void table_print_plan(const struct table_state *s, FILE *f) {
       }
     }
   char est[32];
-  duration(total, est, sizeof est);
+  table_duration(total, est, sizeof est);
   if (!runs) fprintf(f, "nothing to train\n");
   else
     fprintf(f, "%d run%s to train, about %s of training%s\n", runs, runs == 1 ? "" : "s", est,

@@ -23,7 +23,9 @@ struct table_cell_state {
   char experiment[4200], name[CLI_NAME_MAX + 1], run_dir[4200];
   long step, total_steps;   /* checkpoint step; steps the experiment trains (at most) */
   double train_s;           /* training seconds so far (train.log), NAN if none */
-  double s_per_step;        /* measured (train.log) or estimated, NAN if unknown */
+  double log_s_per_step;    /* from its own train.log's last rows, NAN if none */
+  double model_s_per_step;  /* the cost model's, NAN unless needed */
+  double s_per_step;        /* what the estimate uses, NAN if unknown */
   bool measured;            /* s_per_step comes from a train.log, not the cost model */
   double estimate_s;        /* training time still to go */
   uint64_t cost_fp;         /* model + train settings: cells with equal ones cost alike */
@@ -58,6 +60,8 @@ enum intrus_status table_check_data(const struct table_state *s, struct intrus_e
 void table_cell_refresh(struct table_state *s, int r, int c);
 /* One line per cell: state, run directory, steps, estimated time; and the total. */
 void table_print_plan(const struct table_state *s, FILE *f);
+/* "42 s", "17 min", "2.5 h"; "?" for NAN. */
+void table_duration(double sec, char *out, size_t n);
 
 /* Scores every done cell's test.hyp and tests each row against the baseline row. */
 enum intrus_status table_score(struct table_state *s, struct intrus_error *err);
