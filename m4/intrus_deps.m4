@@ -80,3 +80,43 @@ AS_IF([test "x$intrus_missing" != "x"],
   [AC_MSG_ERROR([missing dependencies:$intrus_missing
 Run scripts/install-deps.sh (as root) to install everything intrus needs.])])
 ])
+
+# INTRUS_CHECK_MPI: data-parallel training (./configure --with-mpi). Off by default, and
+# then nothing of MPI is compiled in. With --with-mpi: the flags from pkg-config's
+# ompi-c (Open MPI), else from `mpicc --showme` (Open MPI's wrapper), else mpicc's
+# -show (MPICH); the header and MPI_Init_thread must then compile and link. Sets
+# MPI_CFLAGS, MPI_LIBS, HAVE_MPI and the automake conditional INTRUS_MPI.
+AC_DEFUN([INTRUS_CHECK_MPI], [
+AC_ARG_WITH([mpi],
+  [AS_HELP_STRING([--with-mpi], [data-parallel training over MPI (Open MPI: openmpi-bin, libopenmpi-dev) @<:@default=no@:>@])],
+  [], [with_mpi=no])
+intrus_mpi=no
+AS_IF([test "x$with_mpi" != xno], [
+  PKG_CHECK_MODULES([MPI], [ompi-c], [intrus_mpi=yes], [
+    AC_PATH_PROG([MPICC], [mpicc])
+    AS_IF([test -n "$MPICC"], [
+      MPI_CFLAGS=`$MPICC --showme:compile 2>/dev/null`
+      MPI_LIBS=`$MPICC --showme:link 2>/dev/null`
+      AS_IF([test -z "$MPI_LIBS"], [
+        # MPICH: "mpicc -compile_info" / "-link_info" print the whole command line.
+        MPI_CFLAGS=`$MPICC -compile_info 2>/dev/null | cut -d' ' -f2- | tr ' ' '\n' | grep -E '^-(I|D)' | tr '\n' ' '`
+        MPI_LIBS=`$MPICC -link_info 2>/dev/null | cut -d' ' -f2- | tr ' ' '\n' | grep -E '^-(L|l|Wl)' | tr '\n' ' '`])
+      intrus_mpi=yes])])
+  AS_IF([test "x$intrus_mpi" = xyes], [
+    intrus_save_CFLAGS="$CFLAGS"; intrus_save_LIBS="$LIBS"
+    CFLAGS="$CFLAGS $MPI_CFLAGS"; LIBS="$MPI_LIBS $LIBS"
+    AC_MSG_CHECKING([whether an MPI program compiles and links])
+    AC_LINK_IFELSE([AC_LANG_PROGRAM([[#include <mpi.h>]],
+                                    [[int p; return MPI_Init_thread(0, 0, MPI_THREAD_FUNNELED, &p);]])],
+      [AC_MSG_RESULT([yes])], [AC_MSG_RESULT([no]); intrus_mpi=no])
+    CFLAGS="$intrus_save_CFLAGS"; LIBS="$intrus_save_LIBS"])
+  AS_IF([test "x$intrus_mpi" != xyes],
+    [AC_MSG_ERROR([--with-mpi: no usable MPI (mpi.h and MPI_Init_thread through pkg-config ompi-c or mpicc).
+Install Open MPI: apt-get install openmpi-bin libopenmpi-dev])])
+  AC_DEFINE([HAVE_MPI], [1], [Define to 1 to train data-parallel over MPI.])
+  AC_PATH_PROG([MPIRUN], [mpirun])])
+AC_SUBST([MPI_CFLAGS])
+AC_SUBST([MPI_LIBS])
+AC_SUBST([MPIRUN])
+AM_CONDITIONAL([INTRUS_MPI], [test "x$intrus_mpi" = xyes])
+])

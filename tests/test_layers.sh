@@ -21,8 +21,9 @@ allowed() {
     search)    echo "base tensor insertion plugin model text image" ;;
     eval)      echo "base plugin" ;;
     viz)       echo "base" ;;
-    train)     echo "base tensor insertion plugin model text search eval image" ;;
-    cli)       echo "base tensor insertion plugin model text search eval viz train image" ;;
+    dist)      echo "base" ;;
+    train)     echo "base tensor insertion plugin model text search eval image dist" ;;
+    cli)       echo "base tensor insertion plugin model text search eval viz train image dist" ;;
     tools)     echo "base" ;;
     *)         echo "?" ;;
   esac

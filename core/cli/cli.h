@@ -85,6 +85,17 @@ uint64_t cli_results_fingerprint(const struct intrus_config *cfg);
 /* s as a JSON string literal, quotes included (machine-readable results). */
 void cli_json_string(FILE *f, const char *s);
 
+/* Data-parallel jobs (core/cli/dist_follow.c, docs/mpi.md). Whether a command trains
+ * data-parallel under mpirun (train, run, table); cli_dist_lead makes rank 0 release
+ * the followers however it exits; cli_dist_follow is what the ranks other than 0 run
+ * instead of the command (returns rank 0's exit status); cli_dist_quit(rc) releases
+ * them with rc (rank 0, once). */
+#include <stdbool.h>
+bool cli_dist_data_parallel(const char *cmd);
+void cli_dist_lead(void);
+int cli_dist_follow(const char *cmd, int argc, char **argv);
+void cli_dist_quit(int exit_code);
+
 int intrus_cmd_plugins(int argc, char **argv);
 int intrus_cmd_train(int argc, char **argv);
 int intrus_cmd_decode(int argc, char **argv);

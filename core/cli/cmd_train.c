@@ -118,8 +118,12 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
   else {
     printf("%s: %ld steps", x.name, res->steps_done);
     if (res->resumed_from) printf(" (resumed from %ld)", res->resumed_from);
-    printf(", last train loss %.4f, valid loss %.4f, %.0f tokens/s, %.1f s\n", res->last_loss,
+    printf(", last train loss %.4f, valid loss %.4f, %.0f tokens/s, %.1f s", res->last_loss,
            res->valid_loss, res->tokens_per_s, res->seconds);
+    if (res->ranks > 1)
+      printf(" (%d ranks; summing gradients %.1f s, %.1f%%)", res->ranks, res->sum_seconds,
+             100.0 * res->sum_seconds / (res->seconds > 0 ? res->seconds : 1));
+    putchar('\n');
   }
   if (!run) return INTRUS_EXIT_OK;
   if (r.text) {

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "config.h"
+#include "dist/dist.h"
 #include "intrus/blas.h"
 #include "intrus/tensor.h"
 #include "tensor/ops_internal.h"
@@ -26,6 +27,9 @@ static const char usage[] =
     "  -h, --help     show this help (also: intrus <command> --help)\n"
     "  -V, --version  show the version and the BLAS in use\n"
     "\n"
+    "Under mpirun (built with ./configure --with-mpi), train, run and table train\n"
+    "data-parallel: every rank a share of each batch, rank 0 writing (docs/mpi.md).\n"
+    "\n"
     "Plugins are searched in --plugin-path, the experiment's plugin_path,\n"
     "$INTRUS_PLUGIN_PATH (colon-separated), then " INTRUS_PKGLIBDIR ".\n"
     "\n"
@@ -43,8 +47,18 @@ static const struct command commands[] = {
     {"table", intrus_cmd_table},     {"analyze", intrus_cmd_analyze},
 };
 
+static int run_command(int argc, char **argv);
+
 int main(int argc, char **argv) {
   intrus_malloc_keep_pages();
+  if (!dist_init(&argc, &argv)) return INTRUS_EXIT_FAILURE;
+  int rc = run_command(argc, argv);
+  cli_dist_quit(rc);
+  dist_finalize();
+  return rc;
+}
+
+static int run_command(int argc, char **argv) {
   if (argc < 2) {
     fputs(usage, stderr);
     return INTRUS_EXIT_USAGE;
@@ -61,11 +75,20 @@ int main(int argc, char **argv) {
     return INTRUS_EXIT_OK;
   }
   if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
-    printf("intrus %s (plugin ABI %d.%d, OpenBLAS core %s, kernels %s, %d threads)\n",
+    printf("intrus %s (plugin ABI %d.%d, OpenBLAS core %s, kernels %s, %d threads%s)\n",
            PACKAGE_VERSION, INTRUS_ABI_MAJOR, INTRUS_ABI_MINOR, intrus_blas_corename(),
-           intrus_x86_level_name(intrus_x86_level()), intrus_blas_threads());
+           intrus_x86_level_name(intrus_x86_level()), intrus_blas_threads(),
+           dist_built() ? ", MPI" : "");
     return INTRUS_EXIT_OK;
   }
+  if (dist_size() > 1 && !cli_dist_data_parallel(cmd)) {
+    if (dist_rank() == 0)
+      fprintf(stderr, "intrus %s: runs as one process: start it without mpirun (train, run "
+                      "and table are the data-parallel commands)\n", cmd);
+    return INTRUS_EXIT_USAGE;
+  }
+  if (dist_size() > 1 && dist_rank() > 0) return cli_dist_follow(cmd, argc - 1, argv + 1);
+  cli_dist_lead();
   for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
     if (!strcmp(cmd, commands[i].name)) {
       /* getopt names the program by argv[0] in its messages: "intrus train: ...". */

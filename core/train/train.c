@@ -17,6 +17,7 @@
 #include "train_resume.h"
 #include "run_dir.h"
 #include "search/translate.h"
+#include "dist/dist.h"
 
 struct train_cfg {
   long steps, log_every, valid_every, checkpoint_every, batch_tokens, valid_bleu;
@@ -93,6 +94,7 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
 
 struct valid_acc {
   struct intrus_model *m;
+  long index;                       /* the validation batch at hand, counted on every rank */
   intrus_ctx *ctx, *scratch;
   const struct ins_train_spec *ins; /* insertion models: the validation policy */
   uint64_t seed;
@@ -106,6 +108,11 @@ static enum intrus_status valid_batch(const struct intrus_src_batch *src,
                                       const struct intrus_tgt_batch *tgt, void *user,
                                       struct intrus_error *err) {
   struct valid_acc *a = user;
+  /* Data-parallel: rank r scores batches r, r + N, ...; the seeds stay the batch's. */
+  if (a->index++ % dist_size() != dist_rank()) {
+    a->batches++;
+    return INTRUS_OK;
+  }
   struct intrus_loss_out out;
   enum intrus_status st =
       a->ins ? ins_train_loss(a->m, a->ctx, a->scratch, src, tgt, a->ins,
@@ -118,7 +125,8 @@ static enum intrus_status valid_batch(const struct intrus_src_batch *src,
   return INTRUS_OK;
 }
 
-/* Per-token validation loss (no label smoothing, no dropout). */
+/* Per-token validation loss (no label smoothing, no dropout). Collective: the ranks
+ * share the batches and sum their losses. */
 static enum intrus_status validate(struct intrus_model *m, intrus_ctx *ctx, intrus_ctx *scratch,
                                    const struct train_phases *ph, struct dataset *d,
                                    const struct train_cfg *t, uint64_t seed, double *loss,
@@ -130,8 +138,11 @@ static enum intrus_status validate(struct intrus_model *m, intrus_ctx *ctx, intr
   enum intrus_status st =
       dataset_valid_batches(d, ctx, seed, t->batch, t->batch_tokens, valid_batch, &a, err);
   intrus_ctx_set_grad(ctx, true);
-  *loss = a.tokens ? a.sum / a.tokens : 0.0;
-  return st;
+  if ((st = dist_agree(st, err))) return st;
+  double sums[2] = {a.sum, (double)a.tokens};
+  dist_sum_doubles(sums, 2);
+  *loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+  return INTRUS_OK;
 }
 
 /* Whether validation measures BLEU at all: text data and train.valid_bleu > 0. */
@@ -298,8 +309,9 @@ static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config 
       (st = intrus_cfg_group_req(root, "train", &train_cfg, err)) ||
       (t->tc.has_phases && (st = train_phases_read(train_cfg, t->opt->search, &t->ph, err))) ||
       (st = intrus_cfg_group_req(root, "model", &model_cfg, err)) ||
-      (st = run_dir_make(t->opt->run_dir, err)) ||
-      (st = run_dir_lock(t->opt->run_dir, &t->lock_fd, err)) ||
+      /* Rank 0 alone owns the run directory; the other ranks only read it. */
+      (dist_rank() == 0 && ((st = run_dir_make(t->opt->run_dir, err)) ||
+                            (st = run_dir_lock(t->opt->run_dir, &t->lock_fd, err)))) ||
       (st = dataset_prepare(&t->data, t->opt->run_dir, t->tc.batch_tokens, (uint64_t)t->seed,
                             t->opt->progress, err)) ||
       (st = intrus_model_create(model_cfg, t->opt->search, t->data.src_vocab_size,
@@ -396,13 +408,15 @@ static enum intrus_status trainer_start(struct trainer *t, struct intrus_config 
                                         struct intrus_error *err) {
   char path[4096];
   enum intrus_status st;
-  snprintf(path, sizeof path, "%s/effective.cfg", t->opt->run_dir);
-  if ((st = intrus_config_write(cfg, path, err))) return st;
-  snprintf(path, sizeof path, "%s/train.log", t->opt->run_dir);
-  if (t->step && (st = run_log_trim(path, t->step, err))) return st;
-  if (!(t->log = fopen(path, t->step ? "a" : "w")))
-    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  if (!t->step) fprintf(t->log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n");
+  if (dist_rank() == 0) {
+    snprintf(path, sizeof path, "%s/effective.cfg", t->opt->run_dir);
+    if ((st = intrus_config_write(cfg, path, err))) return st;
+    snprintf(path, sizeof path, "%s/train.log", t->opt->run_dir);
+    if (t->step && (st = run_log_trim(path, t->step, err))) return st;
+    if (!(t->log = fopen(path, t->step ? "a" : "w")))
+      return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (!t->step) fprintf(t->log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n");
+  }
   t->ctx = intrus_ctx_create(0);
   if (t->tc.micro_tokens) t->bctx = intrus_ctx_create(0);
   if (t->ph.count) t->scratch = intrus_ctx_create(0);
@@ -413,10 +427,59 @@ static enum intrus_status trainer_start(struct trainer *t, struct intrus_config 
   /* -n below the step already reached: nothing to train (never a range like 5..3). */
   if (t->stop < t->step) t->stop = t->step;
   t->t0 = t->window_t = now_s();
-  if (t->opt->progress && t->stop > t->step)
-    fprintf(t->opt->progress, "training %s: %zu parameters, steps %ld..%ld\n", t->name,
+  if (t->opt->progress && t->stop > t->step) {
+    fprintf(t->opt->progress, "training %s: %zu parameters, steps %ld..%ld", t->name,
             intrus_params_numel(t->params), t->step + 1, t->stop);
+    if (dist_size() > 1)
+      fprintf(t->opt->progress, ", data-parallel over %d ranks", dist_size());
+    fputc('\n', t->opt->progress);
+  }
   return INTRUS_OK;
+}
+
+/* Rank 0's parameters, Adam's moments and where the run stands, copied to every rank
+ * after rank 0 resumed (or initialised) them: all ranks start the same. */
+static void trainer_share(struct trainer *t) {
+  if (dist_size() == 1) return;
+  const size_t n = intrus_params_numel(t->params);
+  dist_bcast(intrus_params_values(t->params), n * sizeof(float));
+  dist_bcast(intrus_params_adam_m(t->params), n * sizeof(float));
+  dist_bcast(intrus_params_adam_v(t->params), n * sizeof(float));
+  struct {
+    long step, resumed_from;
+    double best, train_before, last_loss;
+    struct phase_state ps;
+  } s = {t->step, t->res->resumed_from, t->best, t->train_before, t->res->last_loss, t->ps};
+  dist_bcast(&s, sizeof s);
+  t->step = s.step;
+  t->res->resumed_from = s.resumed_from;
+  t->best = s.best;
+  t->train_before = s.train_before;
+  t->res->last_loss = s.last_loss;
+  t->ps = s.ps;
+}
+
+/* Every rank must train the same experiment: a hash of the settings training depends
+ * on (seed, data, model, train, search, eval), compared across the ranks. */
+static enum intrus_status check_same_config(struct intrus_config *cfg, struct intrus_error *err) {
+  const int N = dist_size();
+  if (N == 1) return INTRUS_OK;
+  static const char *const paths[] = {"seed", "data", "model", "train", "search", "eval"};
+  uint64_t mine = intrus_config_fingerprint(cfg, paths, sizeof paths / sizeof *paths);
+  uint64_t *all = malloc((size_t)N * sizeof *all);
+  if (!all) abort(); /* a few bytes per rank; and every rank must reach the gather */
+  dist_gather_u64(mine, all);
+  enum intrus_status st = INTRUS_OK;
+  for (int r = 1; r < N && !st; r++)
+    if (all[r] != all[0])
+      st = intrus_error_set(err, INTRUS_ERR_CONFIG,
+                            "rank %d's experiment (%s on that rank) differs from rank 0's "
+                            "(settings fingerprint %016llx against %016llx): start every rank "
+                            "with the same experiment file, on a file system all of them see",
+                            r, r == dist_rank() ? intrus_config_filename(cfg) : "its file",
+                            (unsigned long long)all[r], (unsigned long long)all[0]);
+  free(all);
+  return st;
 }
 
 /* Sentences b0..b1 of a batch as a batch of their own (views, no copies). */
@@ -458,37 +521,70 @@ static enum intrus_status piece_loss(struct trainer *t, const struct intrus_src_
                      : intrus_model_loss(t->model, t->ctx, &s, &g, &topts, out, err);
 }
 
-/* One optimizer step on the step's batch; *loss is its training loss. With
- * micro_batch_tokens the batch's sentences are taken in consecutive pieces of at most
- * that many target tokens (one sentence at least); each piece's loss, weighted by its
- * share of the batch's states or tokens, is backpropagated before the next is built,
- * so the gradients add up to the whole batch's (up to float summation order; dropout
- * masks differ) while only one piece's activations are held. */
-static enum intrus_status trainer_step(struct trainer *t, double *loss, struct intrus_error *err) {
+/* This rank's share of a batch: the consecutive sentences [*b0, *b1) whose target
+ * tokens (EOS included) start in its 1/N of the batch's, so that every rank gets about
+ * as many tokens. One rank: the whole batch. */
+static void rank_share(const struct intrus_tgt_batch *tb, int *b0, int *b1) {
+  const int N = dist_size(), r = dist_rank();
+  *b0 = 0;
+  *b1 = tb->batch;
+  if (N == 1) return;
+  long total = 0;
+  for (int b = 0; b < tb->batch; b++) total += tb->lens[b] + 1;
+  /* Sentence b belongs to the rank r with r * total <= N * (tokens before b) < (r + 1) * total. */
+  long before = 0;
+  int lo = tb->batch, hi = tb->batch;
+  for (int b = 0; b < tb->batch; b++) {
+    long k = before * N / (total ? total : 1);
+    if (k >= r && lo == tb->batch) lo = b;
+    if (k >= r + 1) {
+      hi = b;
+      break;
+    }
+    before += tb->lens[b] + 1;
+  }
+  *b0 = lo < hi ? lo : hi;
+  *b1 = hi;
+}
+
+/* The forward and backward passes of this rank's share of the step's batch, the
+ * gradients left in the parameter block; *sum and *tokens are its share of the loss
+ * and of the target tokens. With micro_batch_tokens the share's sentences are taken in
+ * consecutive pieces of at most that many target tokens (one sentence at least). Each
+ * piece's loss, weighted by its share of the whole batch's states or tokens, is
+ * backpropagated before the next is built, so the gradients of every piece of every
+ * rank add up to the whole batch's (up to float summation order; dropout masks differ)
+ * while only one piece's activations are held. */
+static enum intrus_status step_local(struct trainer *t, double *sum, long *tokens,
+                                     struct intrus_error *err) {
   intrus_ctx *ctx = t->ctx, *bctx = t->bctx ? t->bctx : t->ctx;
   uint64_t seed = (uint64_t)t->seed;
   intrus_ctx_reset(ctx);
   if (bctx != ctx) intrus_ctx_reset(bctx);
   struct intrus_src_batch sb;
   struct intrus_tgt_batch tb;
+  /* Every rank builds the whole batch (the step alone says which), then takes its share:
+   * the batches, and so the training, do not depend on the number of ranks. */
   dataset_train_batch(&t->data, bctx, seed, t->step, t->tc.batch, &sb, &tb);
   const long total = loss_units(t, &tb, 0, tb.batch);
+  int r0, r1;
+  rank_share(&tb, &r0, &r1);
   struct intrus_loss_out out;
-  long tokens = 0;
-  double sum = 0.0;
+  *sum = 0.0;
+  *tokens = 0;
   intrus_params_zero_grad(t->params);
-  for (int b0 = 0, piece = 0; b0 < tb.batch; piece++) {
-    int b1 = tb.batch;
+  for (int b0 = r0, piece = 0; b0 < r1; piece++) {
+    int b1 = r1;
     if (t->tc.micro_tokens) {
       b1 = b0 + 1;
-      for (long n = tb.lens[b0]; b1 < tb.batch && n + tb.lens[b1] <= t->tc.micro_tokens; b1++)
+      for (long n = tb.lens[b0]; b1 < r1 && n + tb.lens[b1] <= t->tc.micro_tokens; b1++)
         n += tb.lens[b1];
     }
     if (piece) intrus_ctx_reset(ctx);
     intrus_ctx_set_training(ctx, true);
-    /* The first piece's dropout stream is the unsplit step's. */
-    intrus_ctx_set_seed(ctx, piece ? intrus_hash64(seed, (uint64_t)piece) : seed,
-                        (uint64_t)t->step);
+    /* A piece's dropout stream follows its first sentence; the first piece's is the
+     * unsplit step's. */
+    intrus_ctx_set_seed(ctx, b0 ? intrus_hash64(seed, (uint64_t)b0) : seed, (uint64_t)t->step);
     enum intrus_status st = piece_loss(t, &sb, &tb, b0, b1, &out, err);
     if (st) return st;
     intrus_tensor *l = out.loss;
@@ -497,12 +593,28 @@ static enum intrus_status trainer_step(struct trainer *t, double *loss, struct i
       l = intrus_scale(ctx, l, (float)w);
     }
     intrus_backward(ctx, l);
-    sum += l->data[0];
-    tokens += out.tokens;
+    *sum += l->data[0];
+    *tokens += out.tokens;
     b0 = b1;
   }
+  return INTRUS_OK;
+}
+
+/* One optimizer step on the step's batch; *loss is its training loss. Collective: the
+ * ranks agree that each computed its share, sum the gradients and take the same step. */
+static enum intrus_status trainer_step(struct trainer *t, double *loss, struct intrus_error *err) {
+  double sums[2];
+  long tokens;
+  enum intrus_status st = step_local(t, &sums[0], &tokens, err);
+  if ((st = dist_agree(st, err))) return st;
+  if (dist_size() > 1) {
+    sums[1] = (double)tokens;
+    dist_sum_floats(intrus_params_grads(t->params), intrus_params_numel(t->params));
+    dist_sum_doubles(sums, 2);
+    tokens = (long)sums[1];
+  }
   intrus_adam_step(t->params, &t->tc.adam, t->step - t->ps.sched_start);
-  *loss = sum;
+  *loss = sums[0];
   if (!isfinite(*loss))
     return intrus_error_set(err, INTRUS_ERR_INVALID,
                             "training diverged at step %ld (loss %g): lower train.lr", t->step,
@@ -557,11 +669,17 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
   double vloss = NAN, vbleu = NAN, tv = now_s();
   enum intrus_status st;
   if (validate_now &&
-      ((st = validate(t->model, t->ctx, t->scratch, &t->ph, &t->data, tc, (uint64_t)t->seed,
-                      &vloss, err)) ||
-       (bleu_now && (st = validate_bleu(t->model, &t->data, tc, &t->search, t->opt->search,
-                                        t->bleu_cfg, &vbleu, err)))))
+      (st = validate(t->model, t->ctx, t->scratch, &t->ph, &t->data, tc, (uint64_t)t->seed,
+                     &vloss, err)))
     return st;
+  /* Validation BLEU: rank 0 decodes, the others wait for its score. */
+  if (bleu_now) {
+    st = dist_rank() == 0 ? validate_bleu(t->model, &t->data, tc, &t->search, t->opt->search,
+                                          t->bleu_cfg, &vbleu, err)
+                          : INTRUS_OK;
+    if ((st = dist_agree(st, err))) return st;
+    dist_bcast(&vbleu, sizeof vbleu);
+  }
   /* A non-finite score would pass every comparison of the plateau rule and of best.ckpt
    * silently; the run stops here instead, before the checkpoint of this step. */
   if (validate_now && !isfinite(vloss))
@@ -582,7 +700,8 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
     t->best = vscore;
     new_best = true;
   }
-  if (step % tc->log_every == 0 || step == t->stop || validate_now)
+  const bool lead = dist_rank() == 0;
+  if (lead && (step % tc->log_every == 0 || step == t->stop || validate_now))
     trainer_log(t, validate_now, vloss, vbleu, new_best, train_s);
   if (validate_now) {
     t->res->valid_loss = vloss;
@@ -591,14 +710,15 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
   if (t->ph.count && advance_phase(&t->ph, &t->ps, step, vscore, t->params, t->opt->progress) &&
       t->ps.cur >= t->ph.count)
     t->stop = step;
-  if (new_best && (st = save_checkpoint(t->best_path, t->fp, t->model, step, t->res->last_loss,
-                                        t->best, t->data.vocab_fingerprint, &t->ps, train_s, err)))
-    return st;
-  if (step % tc->checkpoint_every == 0 || step == t->stop)
-    if ((st = save_checkpoint(t->ckpt_path, t->fp, t->model, step, t->res->last_loss, t->best,
-                              t->data.vocab_fingerprint, &t->ps, train_s, err)))
-      return st;
-  return INTRUS_OK;
+  /* Checkpoints: rank 0 writes them; the others learn whether it could. */
+  st = INTRUS_OK;
+  if (lead && new_best)
+    st = save_checkpoint(t->best_path, t->fp, t->model, step, t->res->last_loss, t->best,
+                         t->data.vocab_fingerprint, &t->ps, train_s, err);
+  if (lead && !st && (step % tc->checkpoint_every == 0 || step == t->stop))
+    st = save_checkpoint(t->ckpt_path, t->fp, t->model, step, t->res->last_loss, t->best,
+                         t->data.vocab_fingerprint, &t->ps, train_s, err);
+  return dist_agree(st, err);
 }
 
 static void trainer_free(struct trainer *t) {
@@ -619,9 +739,34 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
   struct trainer t = {.opt = opt, .res = res, .lock_fd = -1, .best = -INFINITY,
                      .ps = {.best = -INFINITY}};
   enum intrus_status st;
-  if ((st = trainer_setup(&t, cfg, err)) || (st = trainer_resume(&t, err)) ||
-      (st = trainer_start(&t, cfg, err)))
-    goto done;
+  const bool lead = dist_rank() == 0;
+  const double sum_s0 = dist_sum_seconds();
+  if (lead && dist_size() > 1) {
+    /* The followers wait for this (core/cli/dist_follow.c) and then join the agreements
+     * below in the same order. */
+    struct dist_job job = {.kind = DIST_TRAIN, .max_steps = opt->max_steps};
+    snprintf(job.experiment, sizeof job.experiment, "%s", intrus_config_filename(cfg));
+    snprintf(job.run_dir, sizeof job.run_dir, "%s", opt->run_dir);
+    size_t used = 0;
+    for (int i = 0; opt->search && i < intrus_plugin_search_count(opt->search); i++) {
+      int w = snprintf(job.plugin_dirs + used, sizeof job.plugin_dirs - used, "%s%s",
+                       i ? ":" : "", intrus_plugin_search_dir(opt->search, i));
+      if (w < 0 || (size_t)w >= sizeof job.plugin_dirs - used) break;
+      used += (size_t)w;
+    }
+    dist_job_send(&job);
+  }
+  /* Rank 0 sets up first (it learns the vocabulary and writes it into the run
+   * directory), the others then read what it wrote. */
+  st = lead ? trainer_setup(&t, cfg, err) : INTRUS_OK;
+  if ((st = dist_agree(st, err))) goto done;
+  st = lead ? INTRUS_OK : trainer_setup(&t, cfg, err);
+  if ((st = dist_agree(st, err)) || (st = check_same_config(cfg, err))) goto done;
+  st = lead ? trainer_resume(&t, err) : INTRUS_OK;
+  if ((st = dist_agree(st, err))) goto done;
+  trainer_share(&t);
+  st = trainer_start(&t, cfg, err);
+  if ((st = dist_agree(st, err))) goto done;
   while (t.step < t.stop) {
     double loss;
     if ((st = trainer_step(&t, &loss, err))) goto done;
@@ -630,6 +775,8 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
   }
   res->steps_done = t.step;
   res->seconds = now_s() - t.t0;
+  res->ranks = dist_size();
+  res->sum_seconds = dist_sum_seconds() - sum_s0;
   res->tokens_per_s = t.tokens_total / fmax(res->seconds, 1e-9);
   /* A run that was already complete still reports its validation loss. */
   if (res->resumed_from == t.step && t.step > 0)

@@ -55,6 +55,8 @@ struct intrus_train_result {
                              end (NAN for synthetic data or valid_bleu = 0) */
   double seconds;         /* wall time of this invocation */
   double tokens_per_s;    /* target tokens per second over this invocation */
+  int ranks;              /* processes training together (1 unless under mpirun) */
+  double sum_seconds;     /* of `seconds`, the time spent summing gradients across ranks */
 };
 
 enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_train_options *opt,
