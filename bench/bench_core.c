@@ -324,6 +324,7 @@ static void bench_kernels(void) {
 }
 
 int main(int argc, char **argv) {
+  intrus_blas_restart_better(argv); /* as the intrus command does */
   intrus_malloc_keep_pages(); /* as the intrus CLI does */
   const char *only = argc > 1 ? argv[1] : "";
   printf("intrus core benchmark: OpenBLAS core %s, %d threads, kernels %s (the CPU's widest: "

@@ -368,6 +368,7 @@ static void bench_time(struct intrus_plugin_search *s, const char *tsv) {
 }
 
 int main(int argc, char **argv) {
+  intrus_blas_restart_better(argv); /* as the intrus command does */
   intrus_malloc_keep_pages(); /* as the intrus CLI does */
   const char *which = argc > 1 ? argv[1] : "ab";
   int steps = argc > 2 ? atoi(argv[2]) : 2, cell[3];

@@ -100,6 +100,7 @@ static void run(const struct size *sz, int steps, double peak) {
 }
 
 int main(int argc, char **argv) {
+  intrus_blas_restart_better(argv); /* as the intrus command does */
   intrus_malloc_keep_pages(); /* as the intrus CLI does */
   static const struct size sizes[] = {{"(a)", 256, 4, 1024, 3}, {"(b)", 512, 8, 2048, 6}};
   const char *which = argc > 1 ? argv[1] : "ab";

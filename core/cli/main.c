@@ -51,6 +51,7 @@ static int run_command(int argc, char **argv);
 
 int main(int argc, char **argv) {
   intrus_malloc_keep_pages();
+  intrus_blas_restart_better(argv);
   if (!dist_init(&argc, &argv)) return INTRUS_EXIT_FAILURE;
   int rc = run_command(argc, argv);
   cli_dist_quit(rc);
@@ -75,10 +76,12 @@ static int run_command(int argc, char **argv) {
     return INTRUS_EXIT_OK;
   }
   if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
-    printf("intrus %s (plugin ABI %d.%d, OpenBLAS core %s, kernels %s, %d threads%s)\n",
+    const char *fallback = getenv("INTRUS_BLAS_RESTARTED");
+    printf("intrus %s (plugin ABI %d.%d, OpenBLAS core %s%s%s%s, kernels %s, %d threads%s)\n",
            PACKAGE_VERSION, INTRUS_ABI_MAJOR, INTRUS_ABI_MINOR, intrus_blas_corename(),
-           intrus_x86_level_name(intrus_x86_level()), intrus_blas_threads(),
-           dist_built() ? ", MPI" : "");
+           fallback ? " set by intrus: OpenBLAS chose " : "", fallback ? fallback : "",
+           fallback ? " for this CPU" : "", intrus_x86_level_name(intrus_x86_level()),
+           intrus_blas_threads(), dist_built() ? ", MPI" : "");
     return INTRUS_EXIT_OK;
   }
   if (dist_size() > 1 && !cli_dist_data_parallel(cmd)) {

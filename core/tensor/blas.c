@@ -11,7 +11,10 @@
  * on the thread count (the same thread count gives the same bits). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdbool.h>
 #include <string.h>
+#include <strings.h>
+#include <unistd.h>
 #include <cblas.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -174,6 +177,38 @@ void intrus_gemm_batched(int count, bool trans_a, bool trans_b, int M, int N, in
 }
 
 const char *intrus_blas_corename(void) { return openblas_get_corename(); }
+
+const char *intrus_blas_better_coretype(void) {
+#if INTRUS_X86_DISPATCH
+  /* The cores OpenBLAS's dynamic build falls back to when it does not know the CPU's
+   * model (0.3.21 on a model-207 Xeon: "Prescott", SSE3 kernels at a third of the
+   * AVX-512 kernels' speed); a named modern core is OpenBLAS's own choice, kept. */
+  static const char *const fallbacks[] = {"Prescott", "Core2", "Penryn", "Dunnington",
+                                          "Nehalem", "Katmai", "Coppermine", "Northwood",
+                                          "Banias", "Atom", NULL};
+  const char *core = openblas_get_corename();
+  bool fallback = false;
+  for (int i = 0; core && fallbacks[i]; i++)
+    if (!strcasecmp(core, fallbacks[i])) fallback = true;
+  if (!fallback) return NULL;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return "SkylakeX";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+#endif
+  return NULL;
+}
+
+void intrus_blas_restart_better(char **argv) {
+  const char *better = intrus_blas_better_coretype();
+  if (!better || getenv("OPENBLAS_CORETYPE") || getenv("INTRUS_BLAS_RESTARTED")) return;
+  setenv("OPENBLAS_CORETYPE", better, 1);
+  setenv("INTRUS_BLAS_RESTARTED", intrus_blas_corename(), 1);
+  execv("/proc/self/exe", argv);
+  /* No /proc: go on with OpenBLAS's choice. */
+  unsetenv("OPENBLAS_CORETYPE");
+  unsetenv("INTRUS_BLAS_RESTARTED");
+}
 int intrus_blas_threads(void) { return threads_now(); }
 void intrus_blas_set_threads(int n) {
   threads_now();

@@ -57,6 +57,18 @@ double intrus_blas_flops(void);
 
 /* OpenBLAS's kernel name ("Haswell", "Cooperlake", ...) and thread count. */
 const char *intrus_blas_corename(void);
+/* When OpenBLAS fell back to an old generic core because it does not know this CPU
+ * (e.g. Prescott's SSE3 kernels on a CPU with AVX-512), the OPENBLAS_CORETYPE that
+ * would use the CPU's vector units ("SkylakeX", "Haswell"); NULL when OpenBLAS's own
+ * choice is fine. OpenBLAS reads OPENBLAS_CORETYPE once, when it is loaded: the intrus
+ * command restarts itself with it set (core/cli/main.c). */
+const char *intrus_blas_better_coretype(void);
+/* When intrus_blas_better_coretype() names a core and neither OPENBLAS_CORETYPE (the
+ * user's choice, never overridden) nor INTRUS_BLAS_RESTARTED (set here: one restart,
+ * never a loop) is set, sets both and executes /proc/self/exe with argv again; else (or
+ * when that fails) returns. For main() before anything else: the intrus command and
+ * the benchmarks. INTRUS_BLAS_RESTARTED holds the core OpenBLAS had chosen. */
+void intrus_blas_restart_better(char **argv);
 int intrus_blas_threads(void);
 void intrus_blas_set_threads(int n);
 
