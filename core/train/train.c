@@ -492,6 +492,8 @@ static void batch_slice(const struct intrus_src_batch *sb, const struct intrus_t
   t->lens = tb->lens + b0;
   if (sb->tokens) s->tokens = sb->tokens + (size_t)b0 * sb->len;
   if (sb->pixels) s->pixels = sb->pixels + (size_t)b0 * sb->channels * sb->height * sb->width;
+  if (sb->heights) s->heights = sb->heights + b0;
+  if (sb->widths) s->widths = sb->widths + b0;
   t->tokens = tb->tokens + (size_t)b0 * tb->len;
 }
 

@@ -26,7 +26,7 @@ extern "C" {
 #endif
 
 #define INTRUS_ABI_MAJOR 1
-#define INTRUS_ABI_MINOR 8
+#define INTRUS_ABI_MINOR 9
 
 #define INTRUS_PLUGIN_DESC(module) module##_LTX_intrus_plugin_desc
 #define INTRUS_PLUGIN_SYMBOL "intrus_plugin_desc"
@@ -73,6 +73,11 @@ struct intrus_src_batch {
   const int *lens;                /* [batch] */
   int channels, height, width;    /* images: pixels [batch, channels, height, width] */
   const float *pixels;
+  /* ABI 1.9: images: [batch] each image's own height and width; it fills rows
+   * 0 .. heights[b]-1 and columns 0 .. widths[b]-1 of its [height, width] plane, the
+   * rest is padding (INTRUS_IMAGE_PAD_DEFAULT, white). NULL: no image is padded. An
+   * encoder of images carries this through its pools into intrus_memory.mask. */
+  const int *heights, *widths;
 };
 
 /* What an encoder hands the decoder. */
