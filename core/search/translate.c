@@ -134,101 +134,169 @@ static void cut_line(char *seg, int max, const char *name, size_t line) {
           name ? name : "input", line, count, max);
 }
 
+/* Decoding one batch: result k of the batch goes to res[line[k]] (and its trajectory to
+ * traj[line[k]]). */
+struct decode_job {
+  struct intrus_model *model;
+  struct dataset *data;
+  const struct intrus_beam_opts *beam;
+  intrus_ctx *ctx, *scratch;
+  char **res;
+  struct intrus_ins_hyp *traj;
+  struct intrus_ins_search_stats stats;
+  struct intrus_str s;
+  size_t done, n;
+  time_t last;
+  FILE *progress;
+};
+
+static enum intrus_status decode_batch(struct decode_job *j, const struct intrus_src_batch *sb,
+                                       const size_t *line, struct intrus_error *err) {
+  const int count = sb->batch;
+  enum intrus_status st;
+  if (intrus_model_is_insertion(j->model)) {
+    struct intrus_ins_hyp *h = calloc((size_t)count, sizeof *h);
+    if (!h) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+    st = insertion_batch(j->model, j->scratch, sb, j->beam, h, &j->stats, err);
+    for (int k = 0; k < count && !st; k++) {
+      dataset_detok(j->data, h[k].tokens, h[k].len, false, &j->s);
+      j->res[line[k]] = strdup(j->s.s ? j->s.s : "");
+      if (j->traj) {
+        j->traj[line[k]] = h[k];
+        memset(&h[k], 0, sizeof h[k]);
+      }
+    }
+    for (int k = 0; k < count; k++) intrus_ins_hyp_free(&h[k]);
+    free(h);
+  } else {
+    struct intrus_beam_result *r = calloc((size_t)count, sizeof *r);
+    if (!r) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+    bool reverse = intrus_model_direction(j->model) < 0;
+    st = intrus_beam_search(j->model, j->ctx, sb, j->beam, r, err);
+    for (int k = 0; k < count && !st; k++) {
+      dataset_detok(j->data, r[k].tokens, r[k].len, reverse, &j->s);
+      j->res[line[k]] = strdup(j->s.s ? j->s.s : "");
+    }
+    for (int k = 0; k < count; k++) free(r[k].tokens);
+    free(r);
+  }
+  if (st) return st;
+  j->done += (size_t)count;
+  if (j->progress && (time(NULL) - j->last >= 10 || j->done == j->n)) {
+    fprintf(j->progress, "decoded %zu/%zu %s\n", j->done, j->n,
+            j->data->kind == DATA_IMAGES ? "images" : "sentences");
+    fflush(j->progress);
+    j->last = time(NULL);
+  }
+  return INTRUS_OK;
+}
+
+static enum intrus_status job_open(struct decode_job *j, struct intrus_model *model,
+                                   struct dataset *data, const struct intrus_beam_opts *beam,
+                                   size_t n, FILE *progress, struct intrus_ins_hyp *traj,
+                                   struct intrus_error *err) {
+  memset(j, 0, sizeof *j);
+  j->model = model;
+  j->data = data;
+  j->beam = beam;
+  j->n = n;
+  j->progress = progress;
+  j->traj = traj;
+  j->last = time(NULL);
+  if (!(j->res = calloc(n ? n : 1, sizeof *j->res)))
+    return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  j->ctx = intrus_ctx_create(0);
+  intrus_ctx_set_training(j->ctx, false);
+  if (intrus_model_is_insertion(model)) j->scratch = intrus_ctx_create(0);
+  return INTRUS_OK;
+}
+
+/* Ends a job: on success hands over the results (missing ones empty) and reports the
+ * insertion search's time; on failure frees them. */
+static enum intrus_status job_close(struct decode_job *j, enum intrus_status st, char ***out) {
+  if (!st) {
+    for (size_t i = 0; i < j->n; i++)
+      if (!j->res[i]) j->res[i] = strdup("");
+    if (intrus_model_is_insertion(j->model) && j->progress && j->n) {
+      const struct intrus_ins_search_stats *t = &j->stats;
+      fprintf(j->progress,
+              "insertion search: %.1f s decoder (positions), %.1f s token softmax, %.1f s "
+              "selection; token softmax at %ld of %ld slots (%.1f%%)\n",
+              t->positions_s, t->tokens_s, t->select_s, t->slots_scored, t->slots_total,
+              100.0 * t->slots_scored / (t->slots_total ? t->slots_total : 1));
+      fflush(j->progress);
+    }
+    *out = j->res;
+  } else if (j->res) {
+    for (size_t i = 0; i < j->n; i++) free(j->res[i]);
+    free(j->res);
+  }
+  intrus_str_free(&j->s);
+  intrus_ctx_destroy(j->ctx);
+  intrus_ctx_destroy(j->scratch);
+  return st;
+}
+
 enum intrus_status translate_lines(struct intrus_model *model, struct dataset *data,
                                    const struct intrus_beam_opts *beam, long batch_tokens,
                                    int max_src_len, const char *src_name,
                                    char *const *lines, size_t n, FILE *progress, char ***out,
                                    struct intrus_ins_hyp *traj, struct intrus_error *err) {
-  char **seg = NULL, **res = calloc(n ? n : 1, sizeof *res);
+  char **seg = NULL;
   struct intrus_corpus *c = NULL;
   struct intrus_batcher *b = NULL;
-  intrus_ctx *ctx = NULL, *scratch = NULL;
-  struct intrus_str s = {0};
-  bool insertion = intrus_model_is_insertion(model);
-  struct intrus_ins_search_stats stats = {0};
-  enum intrus_status st;
-  if (!res) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  struct decode_job j;
+  size_t *line = NULL;
+  enum intrus_status st = job_open(&j, model, data, beam, n, progress, traj, err);
+  if (st) return job_close(&j, st, out);
   if ((st = dataset_segment(data, 0, lines, n, &seg, err))) goto done;
   for (size_t i = 0; i < n; i++) cut_line(seg[i], max_src_len, src_name, i + 1);
   if ((st = intrus_corpus_encode((const char *const *)seg, NULL, n, data->src_vocab, NULL, NULL,
                                  &c, err)))
     goto done;
   b = intrus_batcher_create_sorted(c, batch_tokens);
-  ctx = intrus_ctx_create(0);
-  intrus_ctx_set_training(ctx, false);
-  if (insertion) scratch = intrus_ctx_create(0);
-  bool reverse = intrus_model_direction(model) < 0;
-  size_t nb = intrus_batcher_epoch_size(b, 0), done_sent = 0;
-  time_t last = time(NULL);
-  for (size_t i = 0; i < nb; i++) {
+  size_t nb = intrus_batcher_epoch_size(b, 0);
+  for (size_t i = 0; i < nb && !st; i++) {
     const int32_t *idx;
     int count = intrus_batcher_get(b, 0, i, &idx);
-    intrus_ctx_reset(ctx);
+    intrus_ctx_reset(j.ctx);
     struct intrus_src_batch sb;
-    intrus_corpus_fill_batch(c, ctx, idx, count, &sb, NULL);
-    if (insertion) {
-      struct intrus_ins_hyp *h = calloc((size_t)count, sizeof *h);
-      if (!h) {
-        st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-        goto done;
-      }
-      st = insertion_batch(model, scratch, &sb, beam, h, &stats, err);
-      for (int k = 0; k < count && !st; k++) {
-        size_t line = (size_t)c->line[idx[k]];
-        dataset_detok(data, h[k].tokens, h[k].len, false, &s);
-        res[line] = strdup(s.s ? s.s : "");
-        if (traj) {
-          traj[line] = h[k];
-          memset(&h[k], 0, sizeof h[k]);
-        }
-      }
-      for (int k = 0; k < count; k++) intrus_ins_hyp_free(&h[k]);
-      free(h);
-      if (st) goto done;
-    } else {
-      struct intrus_beam_result *r = calloc((size_t)count, sizeof *r);
-      if (!r) {
-        st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-        goto done;
-      }
-      st = intrus_beam_search(model, ctx, &sb, beam, r, err);
-      for (int k = 0; k < count && !st; k++) {
-        dataset_detok(data, r[k].tokens, r[k].len, reverse, &s);
-        res[c->line[idx[k]]] = strdup(s.s ? s.s : "");
-      }
-      for (int k = 0; k < count; k++) free(r[k].tokens);
-      free(r);
-      if (st) goto done;
+    intrus_corpus_fill_batch(c, j.ctx, idx, count, &sb, NULL);
+    size_t *nl = realloc(line, (size_t)count * sizeof *line);
+    if (!nl) {
+      st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+      break;
     }
-    done_sent += (size_t)count;
-    if (progress && (time(NULL) - last >= 10 || i + 1 == nb)) {
-      fprintf(progress, "decoded %zu/%zu sentences\n", done_sent, n);
-      fflush(progress);
-      last = time(NULL);
-    }
-  }
-  for (size_t i = 0; i < n; i++)
-    if (!res[i]) res[i] = strdup("");
-  if (insertion && progress && n) {
-    fprintf(progress,
-            "insertion search: %.1f s decoder (positions), %.1f s token softmax, %.1f s "
-            "selection; token softmax at %ld of %ld slots (%.1f%%)\n",
-            stats.positions_s, stats.tokens_s, stats.select_s, stats.slots_scored,
-            stats.slots_total, 100.0 * stats.slots_scored / (stats.slots_total ? stats.slots_total : 1));
-    fflush(progress);
+    line = nl;
+    for (int k = 0; k < count; k++) line[k] = (size_t)c->line[idx[k]];
+    st = decode_batch(&j, &sb, line, err);
   }
 done:
-  intrus_str_free(&s);
-  intrus_ctx_destroy(ctx);
-  intrus_ctx_destroy(scratch);
+  free(line);
   intrus_batcher_free(b);
   intrus_corpus_free(c);
   dataset_lines_free(seg, n);
-  if (st) {
-    for (size_t i = 0; i < n; i++) free(res[i]);
-    free(res);
-  } else {
-    *out = res;
-  }
+  return job_close(&j, st, out);
+}
+
+static enum intrus_status image_batch(const struct intrus_src_batch *src, const int32_t *idx,
+                                      int count, void *user, struct intrus_error *err) {
+  size_t *line = malloc((size_t)count * sizeof *line);
+  if (!line) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  for (int k = 0; k < count; k++) line[k] = (size_t)idx[k];
+  enum intrus_status st = decode_batch(user, src, line, err);
+  free(line);
   return st;
+}
+
+enum intrus_status translate_images(struct intrus_model *model, struct dataset *data,
+                                    const struct intrus_beam_opts *beam,
+                                    struct dataset_image_input *in, FILE *progress, char ***out,
+                                    struct intrus_ins_hyp *traj, struct intrus_error *err) {
+  struct decode_job j;
+  enum intrus_status st =
+      job_open(&j, model, data, beam, dataset_images_input_count(in), progress, traj, err);
+  /* The decode job's ctx is reset per batch by the input's batches. */
+  if (!st) st = dataset_images_input_batches(data, in, j.ctx, image_batch, &j, err);
+  return job_close(&j, st, out);
 }

@@ -54,4 +54,11 @@ enum intrus_status translate_lines(struct intrus_model *model, struct dataset *d
                                    char *const *lines, size_t n, FILE *progress, char ***out,
                                    struct intrus_ins_hyp *traj, struct intrus_error *err);
 
+/* The same for image inputs (data.kind = "images"): *out gets one line per image of
+ * in, in its order. */
+enum intrus_status translate_images(struct intrus_model *model, struct dataset *data,
+                                    const struct intrus_beam_opts *beam,
+                                    struct dataset_image_input *in, FILE *progress, char ***out,
+                                    struct intrus_ins_hyp *traj, struct intrus_error *err);
+
 #endif

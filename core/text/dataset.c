@@ -72,12 +72,13 @@ static enum intrus_status configure_parallel(struct dataset *d, const intrus_cfg
 
 enum intrus_status dataset_configure(struct dataset *d, const intrus_cfg *data,
                                      const char *exp_path, struct intrus_error *err) {
-  static const char *const kinds[] = {"synthetic", "parallel", NULL};
+  static const char *const kinds[] = {"synthetic", "parallel", "images", NULL};
   int kind;
   memset(d, 0, sizeof *d);
   enum intrus_status st = intrus_cfg_choice(data, "kind", NULL, kinds, &kind, err);
   if (st) return st;
-  d->kind = kind == 0 ? DATA_SYNTHETIC : DATA_PARALLEL;
+  d->kind = kind == 0 ? DATA_SYNTHETIC : kind == 1 ? DATA_PARALLEL : DATA_IMAGES;
+  if (d->kind == DATA_IMAGES) return dataset_images_configure(d, data, exp_path, err);
   return d->kind == DATA_SYNTHETIC ? configure_synthetic(d, data, err)
                                    : configure_parallel(d, data, exp_path, err);
 }
@@ -89,6 +90,7 @@ void dataset_split_path(const struct dataset *d, const char *split, const char *
 }
 
 void dataset_free(struct dataset *d) {
+  dataset_images_free(d);
   intrus_batcher_free(d->batcher);
   intrus_corpus_free(d->train);
   intrus_corpus_free(d->valid);
@@ -185,6 +187,7 @@ static enum intrus_status load_pipeline_files(struct dataset *d, const char *run
 
 enum intrus_status dataset_load_pipeline(struct dataset *d, const char *run_dir,
                                          struct intrus_error *err) {
+  if (d->kind == DATA_IMAGES) return dataset_images_load_pipeline(d, run_dir, err);
   if (d->kind != DATA_PARALLEL) return INTRUS_OK;
   enum intrus_status st;
   /* Runs from before tokenizer.txt have none; their vocabulary is still fingerprinted by
@@ -204,6 +207,7 @@ enum intrus_status dataset_segment(struct dataset *d, int side, char *const *lin
 
 enum intrus_status dataset_prepare(struct dataset *d, const char *run_dir, long max_tokens,
                                    uint64_t seed, FILE *progress, struct intrus_error *err) {
+  if (d->kind == DATA_IMAGES) return dataset_images_prepare(d, run_dir, max_tokens, seed, progress, err);
   if (d->kind != DATA_PARALLEL) return INTRUS_OK;
   enum intrus_status st;
   char sp[4200], tp[4200];
@@ -324,6 +328,12 @@ void dataset_detok(const struct dataset *d, const int32_t *ids, int len, bool re
     intrus_str_append(&joined, tok, strlen(tok));
   }
   intrus_str_clear(out);
+  if (d->kind == DATA_IMAGES && !d->tgt_text) {
+    /* Targets of tokens (LaTeX): written as they were read, one space apart. */
+    intrus_str_append(out, joined.s ? joined.s : "", joined.len);
+    intrus_str_free(&joined);
+    return;
+  }
   intrus_detokenize(joined.s ? joined.s : "", joined.len, out);
   intrus_str_free(&joined);
 }
@@ -363,6 +373,10 @@ void dataset_train_batch(struct dataset *d, intrus_ctx *ctx, uint64_t seed, long
     synth_batch(ctx, d, intrus_hash64(seed, (uint64_t)step), sentences, src, tgt);
     return;
   }
+  if (d->kind == DATA_IMAGES) {
+    dataset_images_train_batch(d, ctx, step, src, tgt);
+    return;
+  }
   /* Walk the epochs to the step's (epoch, index); cheap next to a training step. */
   uint64_t e = 0;
   size_t i = (size_t)step, size;
@@ -392,6 +406,7 @@ enum intrus_status dataset_valid_batches(struct dataset *d, intrus_ctx *ctx, uin
     }
     return st;
   }
+  if (d->kind == DATA_IMAGES) return dataset_images_valid_batches(d, ctx, fn, user, err);
   struct intrus_batcher *b = intrus_batcher_create_sorted(d->valid, max_tokens);
   size_t n = intrus_batcher_epoch_size(b, 0);
   for (size_t i = 0; i < n && !st; i++) {

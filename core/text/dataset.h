@@ -14,7 +14,12 @@
 #include "intrus/plugin.h"
 #include "intrus/text.h"
 
-enum dataset_kind { DATA_SYNTHETIC, DATA_PARALLEL };
+enum dataset_kind { DATA_SYNTHETIC, DATA_PARALLEL, DATA_IMAGES };
+
+#include "intrus/image.h"
+/* The most references per image a caption set may give (SPLIT.TGT.0 ..). */
+#define DATASET_MAX_REFS 16
+struct image_split;
 
 struct dataset {
   enum dataset_kind kind;
@@ -33,6 +38,17 @@ struct dataset {
   struct intrus_corpus *train, *valid;
   struct intrus_parallel_text valid_text;     /* raw lines: BLEU references */
   struct intrus_batcher *batcher;
+  /* images (dataset_images.c): src_lang is "img"; the target pipeline is tgt_* */
+  int channels;                 /* 1 grey, 3 RGB */
+  bool tgt_text;                /* targets = "text": tokenized and BPE-segmented */
+  long long batch_pixels;       /* padded pixels per batch */
+  long img_batch_tokens;        /* target tokens per batch (train.batch_tokens) */
+  uint64_t img_seed;
+  struct intrus_image_limits img_limits;
+  struct image_split *img_train, *img_valid;
+  size_t valid_n;               /* validation images */
+  char **valid_refs[DATASET_MAX_REFS]; /* raw references of the validation images */
+  int valid_nrefs;
 };
 
 /* Reads the `data` group (strictly). exp_path: the experiment file, against whose
@@ -85,8 +101,6 @@ enum intrus_status dataset_segment(struct dataset *d, int side, char *const *lin
 void dataset_detok(const struct dataset *d, const int32_t *ids, int len, bool reverse,
                    struct intrus_str *out);
 
-#endif
-
 /* The training batch of step `step` (0-based). Synthetic: a pure function of (seed,
  * step), `sentences` pairs. Parallel: batch i of epoch e of the batcher, where step
  * counts batches across epochs (so a resumed run continues the same sequence). */
@@ -101,3 +115,50 @@ typedef enum intrus_status (*dataset_batch_fn)(const struct intrus_src_batch *sr
 enum intrus_status dataset_valid_batches(struct dataset *d, intrus_ctx *ctx, uint64_t seed,
                                          int sentences, long max_tokens, dataset_batch_fn fn,
                                          void *user, struct intrus_error *err);
+
+/* ---- data.kind = "images" (dataset_images.c) -------------------------------------- */
+
+/*   data: { kind = "images"; dir = "../data/im2latex"; tgt = "tex"; channels = 1;
+ *           targets = "tokens" (space-separated, as they are) | "text" (tokenized for
+ *           the language tgt, BPE with bpe_merges); max_len = 150 (target tokens; longer
+ *           training pairs are dropped); batch_pixels = 524288 (padded pixels per
+ *           batch); max_width, max_height, max_pixels (image limits, image.h) }; */
+enum intrus_status dataset_images_configure(struct dataset *d, const intrus_cfg *g,
+                                            const char *exp_path, struct intrus_error *err);
+enum intrus_status dataset_images_prepare(struct dataset *d, const char *run_dir, long max_tokens,
+                                          uint64_t seed, FILE *progress, struct intrus_error *err);
+enum intrus_status dataset_images_load_pipeline(struct dataset *d, const char *run_dir,
+                                                struct intrus_error *err);
+void dataset_images_free(struct dataset *d);
+void dataset_images_train_batch(struct dataset *d, intrus_ctx *ctx, long step,
+                                struct intrus_src_batch *src, struct intrus_tgt_batch *tgt);
+enum intrus_status dataset_images_valid_batches(struct dataset *d, intrus_ctx *ctx,
+                                                dataset_batch_fn fn, void *user,
+                                                struct intrus_error *err);
+/* The raw references of split's n_images images: refs[0..*nrefs) each an array of
+ * n_images malloc'd lines (dataset_lines_free), from SPLIT.TGT or SPLIT.TGT.K. */
+enum intrus_status dataset_images_references(const struct dataset *d, const char *split,
+                                             size_t n_images, char ***refs, int *nrefs,
+                                             struct intrus_error *err);
+
+/* Images to decode: read from a list file (paths relative to the list's directory),
+ * or the first n validation images. Batches come sorted by size; fn gets each batch
+ * with the input indices of its images. */
+struct dataset_image_input;
+enum intrus_status dataset_images_input_read(const struct dataset *d, const char *list,
+                                             struct dataset_image_input **out,
+                                             struct intrus_error *err);
+enum intrus_status dataset_images_valid_input(const struct dataset *d, size_t n,
+                                              struct dataset_image_input **out,
+                                              struct intrus_error *err);
+size_t dataset_images_input_count(const struct dataset_image_input *in);
+void dataset_images_input_free(struct dataset_image_input *in);
+typedef enum intrus_status (*dataset_image_batch_fn)(const struct intrus_src_batch *src,
+                                                     const int32_t *idx, int count, void *user,
+                                                     struct intrus_error *err);
+enum intrus_status dataset_images_input_batches(const struct dataset *d,
+                                                struct dataset_image_input *in, intrus_ctx *ctx,
+                                                dataset_image_batch_fn fn, void *user,
+                                                struct intrus_error *err);
+
+#endif
