@@ -29,12 +29,16 @@ int intrus_cli_fail(const char *cmd, const struct intrus_error *err);
 struct intrus_plugin_search *intrus_cli_search_path(const char *cli_path,
                                                     const char *experiment_path);
 
-/* What `intrus run` reports after training on text: the test set decoded with the
- * experiment's search settings and scored with BLEU (settings: the experiment's
- * eval.bleu group). */
+/* What `intrus run` reports after training on text or images: the test set decoded
+ * with the experiment's search settings and scored with BLEU (settings: the
+ * experiment's eval.bleu group; every reference of an image counts) and, for image
+ * captions, CIDEr-D (eval.cider). */
 #include "eval/score.h"
 struct run_scores {
   struct score_result bleu;
+  struct score_result cider; /* image captions (data.targets = "text"): CIDEr-D */
+  bool has_cider;
+  int references;            /* per test segment (caption sets: several) */
   size_t sentences;
   char hyp_path[4200];
   char checkpoint[32]; /* the checkpoint that decoded it: checkpoint.ckpt or best.ckpt */

@@ -24,7 +24,8 @@ static const char decode_usage[] =
     "Options:\n"
     "  -o, --run-dir DIR      the training run (default: runs/<experiment name>)\n"
     "  -i, --input FILE       raw source text, one sentence per line (default: stdin;\n"
-    "                         .gz accepted)\n"
+    "                         .gz accepted); image data (data.kind = \"images\"): a list\n"
+    "                         of PNG files, one per line, relative to the list's folder\n"
     "  -O, --output FILE      detokenised translations (default: stdout)\n"
     "  -c, --checkpoint FILE  (default: RUN_DIR/checkpoint.ckpt)\n"
     "  -b, --beam N           override the beam size\n"
@@ -180,6 +181,7 @@ int intrus_cmd_decode(int argc, char **argv) {
   struct cli_experiment x = {0};
   struct translator t = {0};
   char **lines = NULL, **out = NULL;
+  struct dataset_image_input *images = NULL;
   struct intrus_ins_hyp *traj = NULL;
   size_t n = 0;
   enum intrus_status st;
@@ -198,13 +200,23 @@ int intrus_cmd_decode(int argc, char **argv) {
                           argv[optind]);
     goto done;
   }
-  /* No input is no output (an empty stdin in a pipeline is not an error). */
-  if ((st = intrus_lines_read_any(input, &lines, &n, &err))) goto done;
+  if (t.data.kind == DATA_IMAGES) {
+    if ((st = dataset_images_input_read(&t.data, input, &images, &err))) goto done;
+    n = dataset_images_input_count(images);
+  } else if ((st = intrus_lines_read_any(input, &lines, &n, &err))) {
+    /* No input is no output (an empty stdin in a pipeline is not an error). */
+    goto done;
+  }
   if (trace_dir && !(traj = calloc(n ? n : 1, sizeof *traj))) {
     st = intrus_error_set(&err, INTRUS_ERR_NOMEM, "out of memory");
     goto done;
   }
-  if ((n && (st = translator_run(&t, lines, n, quiet ? NULL : stderr, &out, traj, &err))) ||
+  if (images && n)
+    st = translate_images(t.model, &t.data, &t.beam, images, quiet ? NULL : stderr, &out, traj,
+                          &err);
+  else if (n)
+    st = translator_run(&t, lines, n, quiet ? NULL : stderr, &out, traj, &err);
+  if (st ||
       (trace_dir && (st = write_traces(trace_dir, &t.data, traj, n, pictures, &err))))
     goto done;
   if (output) {
@@ -219,6 +231,7 @@ done:
     for (size_t i = 0; i < n; i++) intrus_ins_hyp_free(&traj[i]);
   free(traj);
   if (lines) intrus_lines_free(lines, n);
+  dataset_images_input_free(images);
   dataset_lines_free(out, n);
   translator_close(&t);
   intrus_plugin_search_free(x.search);
@@ -235,6 +248,19 @@ enum intrus_status intrus_run_check_test(struct intrus_config *cfg, struct intru
   if ((st = intrus_cfg_group_req(intrus_config_root(cfg), "data", &data_cfg, err)) ||
       (st = dataset_configure(&d, data_cfg, intrus_config_filename(cfg), err)))
     goto done;
+  if (d.kind == DATA_IMAGES) {
+    /* The list and the references, line counts only: the images are read after
+     * training. */
+    char **list = NULL, **refs[DATASET_MAX_REFS] = {0};
+    size_t n = 0;
+    int nrefs = 0;
+    snprintf(src, sizeof src, "%s/test.img", d.dir);
+    if (!(st = intrus_lines_read(src, &list, &n, err)) &&
+        !(st = dataset_images_references(&d, "test", n, refs, &nrefs, err)))
+      for (int r = 0; r < nrefs; r++) dataset_lines_free(refs[r], n);
+    if (list) intrus_lines_free(list, n);
+    goto done;
+  }
   if (d.kind != DATA_PARALLEL) goto done;
   dataset_split_path(&d, "test", d.src_lang, src, sizeof src);
   dataset_split_path(&d, "test", d.tgt_lang, tgt, sizeof tgt);
@@ -268,7 +294,11 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
   struct intrus_parallel_text test = {0};
   char **hyps = NULL;
   char ckpt[4200], src[4200], tgt[4200], path[4200];
-  const intrus_cfg *eval = NULL, *bleu = NULL;
+  const intrus_cfg *eval = NULL, *bleu = NULL, *cider = NULL;
+  struct dataset_image_input *images = NULL;
+  char **refs[DATASET_MAX_REFS] = {0};
+  int nrefs = 0;
+  size_t n = 0;
   enum intrus_status st;
   memset(rs, 0, sizeof *rs);
   /* eval.checkpoint: the last checkpoint (default) or the best by validation. */
@@ -276,6 +306,7 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
   int which = 0;
   if ((st = intrus_cfg_group(intrus_config_root(cfg), "eval", &eval, err)) ||
       (eval && (st = intrus_cfg_group(eval, "bleu", &bleu, err))) ||
+      (eval && (st = intrus_cfg_group(eval, "cider", &cider, err))) ||
       (eval && (st = intrus_cfg_choice(eval, "checkpoint", "last", test_ckpts, &which, err))) ||
       (eval && (st = intrus_cfg_check_unknown(eval, err))))
     goto done;
@@ -289,6 +320,30 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
   }
   snprintf(rs->checkpoint, sizeof rs->checkpoint, "%s", which ? "best.ckpt" : "checkpoint.ckpt");
   if ((st = translator_open(cfg, run_dir, ckpt, search, &t, err))) goto done;
+  if (t.data.kind == DATA_IMAGES) {
+    /* Every reference counts (BLEU as the MSCOCO evaluation takes it, several per
+     * image); CIDEr-D too for captions. */
+    snprintf(src, sizeof src, "%s/test.img", t.data.dir);
+    if ((st = dataset_images_input_read(&t.data, src, &images, err))) goto done;
+    n = dataset_images_input_count(images);
+    if ((st = dataset_images_references(&t.data, "test", n, refs, &nrefs, err))) goto done;
+    if (progress)
+      fprintf(progress, "decoding the test set (%zu images, beam %d) with %s\n", n, t.beam.beam,
+              rs->checkpoint);
+    if ((st = translate_images(t.model, &t.data, &t.beam, images, progress, &hyps, NULL, err)))
+      goto done;
+    snprintf(path, sizeof path, "%s/test.hyp", run_dir);
+    if ((st = write_lines(path, hyps, n, err)) ||
+        (st = score_corpus_refs(search, "bleu", bleu, hyps, refs, nrefs, n, &rs->bleu, err)) ||
+        (t.data.tgt_text &&
+         (st = score_corpus_refs(search, "cider", cider, hyps, refs, nrefs, n, &rs->cider, err))))
+      goto done;
+    rs->has_cider = t.data.tgt_text;
+    rs->references = nrefs;
+    rs->sentences = n;
+    snprintf(rs->hyp_path, sizeof rs->hyp_path, "%s", path);
+    goto done;
+  }
   dataset_split_path(&t.data, "test", t.data.src_lang, src, sizeof src);
   dataset_split_path(&t.data, "test", t.data.tgt_lang, tgt, sizeof tgt);
   if ((st = intrus_parallel_read(src, tgt, &test, err))) goto done;
@@ -302,9 +357,12 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
       (st = score_corpus(search, "bleu", bleu, hyps, test.tgt, test.n, &rs->bleu, err)))
     goto done;
   rs->sentences = test.n;
+  rs->references = 1;
   snprintf(rs->hyp_path, sizeof rs->hyp_path, "%s", path);
 done:
-  dataset_lines_free(hyps, test.n);
+  dataset_lines_free(hyps, images ? n : test.n);
+  for (int r = 0; r < nrefs; r++) dataset_lines_free(refs[r], n);
+  dataset_images_input_free(images);
   intrus_parallel_free(&test);
   translator_close(&t);
   return st;

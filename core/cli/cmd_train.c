@@ -137,6 +137,12 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
              b->names[i], v);
     }
     printf("\n%s\n", b->signature);
+    if (r.scores.has_cider) {
+      const struct score_result *c = &r.scores.cider;
+      for (int i = 0; i < c->count; i++)
+        printf("%s%s = %.4f", i ? "  " : "", c->names[i], c->values[i]);
+      printf("\n%s\n", c->signature);
+    }
   }
   printf("results: %s\n", r.results_path);
   return INTRUS_EXIT_OK;

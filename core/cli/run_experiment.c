@@ -20,7 +20,7 @@ static bool is_parallel(const struct intrus_config *cfg) {
   const char *kind = "";
   if (!intrus_cfg_group(intrus_config_root(cfg), "data", &data, NULL) && data)
     intrus_cfg_string(data, "kind", "", &kind, NULL);
-  return strcmp(kind, "parallel") == 0;
+  return strcmp(kind, "parallel") == 0 || strcmp(kind, "images") == 0;
 }
 
 static enum intrus_status write_results(const struct cli_experiment *x,
@@ -48,6 +48,17 @@ static enum intrus_status write_results(const struct cli_experiment *x,
     }
     fputs("}, \"bleu_signature\": ", f);
     cli_json_string(f, r->scores.bleu.signature);
+    fprintf(f, ", \"test_references\": %d", r->scores.references);
+    if (r->scores.has_cider) {
+      fputs(", \"test_cider\": {", f);
+      for (int i = 0; i < r->scores.cider.count; i++) {
+        fprintf(f, "%s", i ? ", " : "");
+        cli_json_string(f, r->scores.cider.names[i]);
+        fprintf(f, ": %.6g", r->scores.cider.values[i]);
+      }
+      fputs("}, \"cider_signature\": ", f);
+      cli_json_string(f, r->scores.cider.signature);
+    }
   }
   fputs("}\n", f);
   fclose(f);

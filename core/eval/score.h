@@ -22,6 +22,13 @@ enum intrus_status score_corpus(const struct intrus_plugin_search *search, const
                                 size_t n, struct score_result *out,
                                 struct intrus_error *err);
 
+/* The same against several references per segment: refs[r][i] is segment i's r-th
+ * reference (r < nrefs); an empty line (after the first reference) means that segment
+ * has no r-th reference. */
+enum intrus_status score_corpus_refs(const struct intrus_plugin_search *search, const char *name,
+                                     const intrus_cfg *cfg, char *const *hyps,
+                                     char **const *refs, int nrefs, size_t n,
+                                     struct score_result *out, struct intrus_error *err);
 /* Scores hyps_a and hyps_b (n lines each) against refs with evaluator `name` (settings
  * cfg) and resamples them as a pair: intrus_paired_bootstrap with samples and seed. */
 #include "intrus/eval.h"

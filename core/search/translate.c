@@ -53,9 +53,10 @@ enum intrus_status translator_open(struct intrus_config *cfg, const char *run_di
       (st = intrus_cfg_group_req(root, "model", &model_cfg, err)) ||
       (st = translator_read_search(root, t, err)))
     return st;
-  if (t->data.kind != DATA_PARALLEL)
+  if (t->data.kind == DATA_SYNTHETIC)
     return intrus_error_set(err, INTRUS_ERR_CONFIG,
-                            "%s: decoding needs text data (data.kind = \"parallel\")",
+                            "%s: decoding needs text or image data (data.kind = \"parallel\" "
+                            "or \"images\")",
                             intrus_config_filename(cfg));
   if ((st = dataset_load_pipeline(&t->data, run_dir, err)) ||
       (st = intrus_model_create(model_cfg, search, t->data.src_vocab_size,

@@ -145,9 +145,9 @@ static enum intrus_status validate(struct intrus_model *m, intrus_ctx *ctx, intr
   return INTRUS_OK;
 }
 
-/* Whether validation measures BLEU at all: text data and train.valid_bleu > 0. */
+/* Whether validation measures BLEU at all: text or image data and train.valid_bleu > 0. */
 static bool bleu_measured(const struct dataset *d, const struct train_cfg *t) {
-  return d->kind == DATA_PARALLEL && t->valid_bleu > 0;
+  return d->kind != DATA_SYNTHETIC && t->valid_bleu > 0;
 }
 
 /* BLEU of the first train.valid_bleu validation sentences, decoded with the search
@@ -159,10 +159,26 @@ static enum intrus_status validate_bleu(struct intrus_model *m, struct dataset *
                                         struct intrus_error *err) {
   *bleu = NAN;
   if (!bleu_measured(d, t)) return INTRUS_OK;
-  size_t n = d->valid_text.n < (size_t)t->valid_bleu ? d->valid_text.n : (size_t)t->valid_bleu;
   char **hyps;
   struct intrus_beam_opts beam = search->beam;
   if (t->valid_beam > 0) beam.beam = t->valid_beam;
+  if (d->kind == DATA_IMAGES) {
+    /* The first valid_bleu validation images, against every reference. */
+    struct dataset_image_input *in;
+    enum intrus_status st = dataset_images_valid_input(d, (size_t)t->valid_bleu, &in, err);
+    if (st) return st;
+    size_t n = dataset_images_input_count(in);
+    st = translate_images(m, d, &beam, in, NULL, &hyps, NULL, err);
+    dataset_images_input_free(in);
+    if (st) return st;
+    struct score_result r;
+    st = score_corpus_refs(plugins, "bleu", bleu_cfg, hyps, d->valid_refs, d->valid_nrefs, n, &r,
+                           err);
+    dataset_lines_free(hyps, n);
+    if (!st) *bleu = r.values[0];
+    return st;
+  }
+  size_t n = d->valid_text.n < (size_t)t->valid_bleu ? d->valid_text.n : (size_t)t->valid_bleu;
   char valid_name[4200];
   dataset_split_path(d, "valid", d->src_lang, valid_name, sizeof valid_name);
   enum intrus_status st =
@@ -333,8 +349,10 @@ static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config 
    * too so that a bad value is refused before training rather than after it. */
   static const char *const test_ckpts[] = {"last", "best", NULL};
   int test_ckpt;
+  const intrus_cfg *cider_cfg;
   if ((st = intrus_cfg_group(root, "eval", &eval_cfg, err)) ||
       (eval_cfg && (st = intrus_cfg_group(eval_cfg, "bleu", &t->bleu_cfg, err))) ||
+      (eval_cfg && (st = intrus_cfg_group(eval_cfg, "cider", &cider_cfg, err))) ||
       (eval_cfg &&
        (st = intrus_cfg_choice(eval_cfg, "checkpoint", "last", test_ckpts, &test_ckpt, err))) ||
       (eval_cfg && (st = intrus_cfg_check_unknown(eval_cfg, err))) ||
