@@ -23,6 +23,17 @@ static bool is_parallel(const struct intrus_config *cfg) {
   return strcmp(kind, "parallel") == 0 || strcmp(kind, "images") == 0;
 }
 
+/* "key": {"name": value, ...} of a score result. */
+static void json_scores(FILE *f, const char *key, const struct score_result *r) {
+  fprintf(f, ", \"%s\": {", key);
+  for (int i = 0; i < r->count; i++) {
+    fprintf(f, "%s", i ? ", " : "");
+    cli_json_string(f, r->names[i]);
+    fprintf(f, ": %.6g", r->values[i]);
+  }
+  fputc('}', f);
+}
+
 static enum intrus_status write_results(const struct cli_experiment *x,
                                         const struct cli_run_result *r, uint64_t fp,
                                         struct intrus_error *err) {
@@ -40,23 +51,14 @@ static enum intrus_status write_results(const struct cli_experiment *x,
   if (r->text) {
     fprintf(f, ", \"test_checkpoint\": ");
     cli_json_string(f, r->scores.checkpoint);
-    fprintf(f, ", \"test_sentences\": %zu, \"test\": {", r->scores.sentences);
-    for (int i = 0; i < r->scores.bleu.count; i++) {
-      fprintf(f, "%s", i ? ", " : "");
-      cli_json_string(f, r->scores.bleu.names[i]);
-      fprintf(f, ": %.6g", r->scores.bleu.values[i]);
-    }
-    fputs("}, \"bleu_signature\": ", f);
+    fprintf(f, ", \"test_sentences\": %zu", r->scores.sentences);
+    json_scores(f, "test", &r->scores.bleu);
+    fputs(", \"bleu_signature\": ", f);
     cli_json_string(f, r->scores.bleu.signature);
     fprintf(f, ", \"test_references\": %d", r->scores.references);
     if (r->scores.has_cider) {
-      fputs(", \"test_cider\": {", f);
-      for (int i = 0; i < r->scores.cider.count; i++) {
-        fprintf(f, "%s", i ? ", " : "");
-        cli_json_string(f, r->scores.cider.names[i]);
-        fprintf(f, ": %.6g", r->scores.cider.values[i]);
-      }
-      fputs("}, \"cider_signature\": ", f);
+      json_scores(f, "test_cider", &r->scores.cider);
+      fputs(", \"cider_signature\": ", f);
       cli_json_string(f, r->scores.cider.signature);
     }
   }

@@ -50,15 +50,7 @@ static enum intrus_status configure_parallel(struct dataset *d, const intrus_cfg
     return intrus_cfg_error(g, "src", err, "language codes are at most 15 characters");
   snprintf(d->src_lang, sizeof d->src_lang, "%s", src);
   snprintf(d->tgt_lang, sizeof d->tgt_lang, "%s", tgt);
-  if (dir[0] == '/' || !exp_path) {
-    snprintf(d->dir, sizeof d->dir, "%s", dir);
-  } else {
-    /* Relative to the experiment file, so experiments run from any directory. */
-    char *copy = strdup(exp_path);
-    if (!copy) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-    snprintf(d->dir, sizeof d->dir, "%s/%s", dirname(copy), dir);
-    free(copy);
-  }
+  if ((st = dataset_resolve_dir(d, dir, exp_path, err))) return st;
   d->bpe_merges = (int)merges;
   d->joint = joint;
   d->max_tokens_len = (int)max_len;
@@ -67,6 +59,20 @@ static enum intrus_status configure_parallel(struct dataset *d, const intrus_cfg
   if (access(path, R_OK) != 0)
     return intrus_cfg_error(g, "dir", err, "cannot read the training file %s: %s", path,
                             strerror(errno));
+  return INTRUS_OK;
+}
+
+enum intrus_status dataset_resolve_dir(struct dataset *d, const char *dir, const char *exp_path,
+                                       struct intrus_error *err) {
+  if (dir[0] == '/' || !exp_path) {
+    snprintf(d->dir, sizeof d->dir, "%s", dir);
+    return INTRUS_OK;
+  }
+  /* Relative to the experiment file, so experiments run from any directory. */
+  char *copy = strdup(exp_path);
+  if (!copy) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  snprintf(d->dir, sizeof d->dir, "%s/%s", dirname(copy), dir);
+  free(copy);
   return INTRUS_OK;
 }
 

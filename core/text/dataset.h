@@ -51,6 +51,11 @@ struct dataset {
   int valid_nrefs;
 };
 
+/* d->dir from a data.dir setting: as it is when absolute, else relative to the
+ * directory of the experiment file exp_path. */
+enum intrus_status dataset_resolve_dir(struct dataset *d, const char *dir, const char *exp_path,
+                                       struct intrus_error *err);
+
 /* Reads the `data` group (strictly). exp_path: the experiment file, against whose
  * directory relative corpus paths are resolved. */
 enum intrus_status dataset_configure(struct dataset *d, const intrus_cfg *data,

@@ -90,14 +90,7 @@ enum intrus_status dataset_images_configure(struct dataset *d, const intrus_cfg 
     return intrus_cfg_error(g, "tgt", err, "at most 15 characters");
   snprintf(d->src_lang, sizeof d->src_lang, "img");
   snprintf(d->tgt_lang, sizeof d->tgt_lang, "%s", tgt);
-  if (dir[0] == '/' || !exp_path) {
-    snprintf(d->dir, sizeof d->dir, "%s", dir);
-  } else {
-    char *copy = strdup(exp_path);
-    if (!copy) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-    snprintf(d->dir, sizeof d->dir, "%s/%s", dirname(copy), dir);
-    free(copy);
-  }
+  if ((st = dataset_resolve_dir(d, dir, exp_path, err))) return st;
   d->channels = (int)channels;
   d->tgt_text = mode == 1;
   d->bpe_merges = d->tgt_text ? (int)merges : 0;
