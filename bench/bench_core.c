@@ -9,8 +9,11 @@
  *    shapes of bench_train. For information; no target.
  *  - kernels: the hand-written small-product and packed-product kernels against
  *    OpenBLAS at each ISA level the CPU runs (INTRUS_ISA's levels), same shapes, same run.
- * `bench_core matmul`, `bench_core bandwidth`, `bench_core attention` or `bench_core
- * kernels` runs one part only. */
+ *  - cnn: the `cnn` encoder plugin's default stack (filters 64..512, docs/cnn.md), forward
+ *    and backward over a batch of 64 x 320 grey images, in GFLOP/s of its convolutions
+ *    against the same run's sgemm peak. Target: at least 60%.
+ * `bench_core matmul`, `bench_core bandwidth`, `bench_core attention`, `bench_core
+ * kernels` or `bench_core cnn [batch]` runs one part only. */
 #include <cblas.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +29,8 @@
 #include "intrus/blas.h"
 #include "intrus/tensor.h"
 #include "intrus/nn.h"
+#include "intrus/params.h"
+#include "intrus/plugin.h"
 
 
 /* Repeats fn until at least min_s have passed and it ran at least 5 times (after one
@@ -323,6 +328,96 @@ static void bench_kernels(void) {
   intrus_x86_level_set(-1);
 }
 
+/* The cnn encoder with its defaults (d_model 256) on B images of 64 x 320: forward and
+ * backward (the gradient of every parameter; the pixels need none), timed best of
+ * several. FLOPs are the convolutions' only: 2 O K P per image for the forward and
+ * for each of the weight and input gradients (none for the first stage's input). */
+static int bench_cnn(intrus_ctx *ctx, int B) {
+  struct intrus_error err = {0};
+  struct intrus_plugin_search *s = intrus_plugin_search_create();
+  intrus_plugin_search_add_defaults(s);
+  intrus_plugin_search_add(s, INTRUS_BUILDDIR "/plugins");
+  struct intrus_plugin *plug = NULL;
+  if (intrus_plugin_load(s, INTRUS_KIND_ENCODER, "cnn", &plug, &err)) {
+    printf("\ncnn: skipped (%s)\n", err.msg);
+    intrus_plugin_search_free(s);
+    return 0;
+  }
+  const struct intrus_encoder_vtable *vt = intrus_plugin_descriptor(plug)->vtable;
+  struct intrus_config *cfg = intrus_config_load_string("cnn: {};", "bench", &err);
+  const intrus_cfg *g = NULL;
+  if (!cfg || intrus_cfg_group_req(intrus_config_root(cfg), "cnn", &g, &err)) {
+    printf("cnn: %s\n", err.msg);
+    return 1;
+  }
+  struct intrus_params *p = intrus_params_create();
+  struct intrus_model_init init = {.cfg = g, .params = p, .prefix = "encoder.", .d_model = 256,
+                                   .src_vocab = 0, .tgt_vocab = 0};
+  void *enc = NULL;
+  if (vt->create(&init, &enc, &err) || intrus_params_finalize(p, 1, &err)) {
+    printf("cnn: %s\n", err.msg);
+    return 1;
+  }
+  const int H = 64, W = 320;
+  float *px = malloc(sizeof(float) * B * H * W);
+  fill(px, (size_t)B * H * W, 5);
+  for (size_t i = 0; i < (size_t)B * H * W; i++) px[i] += 0.5f;
+  struct intrus_src_batch sb = {.batch = B, .channels = 1, .height = H, .width = W, .pixels = px};
+  /* conv FLOPs from the weights' shapes; stage i sees the map after the pools before it */
+  double flops = 0.0;
+  int h = H, w = W;
+  for (size_t i = 0; i < intrus_params_count(p); i++) {
+    const intrus_tensor *t = intrus_params_at(p, i);
+    if (t->ndim != 4) continue;
+    const double O = t->shape[0], K = (double)t->shape[1] * t->shape[2] * t->shape[3];
+    const double one = 2.0 * B * O * K * h * w;
+    flops += (i == 0 ? 2.0 : 3.0) * one;
+    int stage = 0;
+    sscanf(t->name, "encoder.conv%d", &stage);
+    /* the default pools after the first three stages */
+    if (stage < 3) h /= 2, w /= 2;
+  }
+  struct intrus_memory mem;
+  float *seed = NULL;
+  double t_fwd, t_all;
+  const double peak_before = sgemm_peak();
+  intrus_ctx_set_grad(ctx, false);
+  TIME_BEST(t_fwd, 2.0, {
+    intrus_ctx_reset(ctx);
+    vt->encode(enc, ctx, &sb, &mem, &err);
+  });
+  intrus_ctx_set_grad(ctx, true);
+  TIME_BEST(t_all, 3.0, {
+    intrus_ctx_reset(ctx);
+    intrus_params_zero_grad(p);
+    vt->encode(enc, ctx, &sb, &mem, &err);
+    if (!seed) {
+      seed = malloc(mem.states->n * sizeof *seed);
+      fill(seed, mem.states->n, 9);
+    }
+    intrus_backward_seed(ctx, mem.states, seed);
+  });
+  /* The peak of a shared machine moves with the other tenants' load: the better of one
+   * measurement before and one after the encoder's, so the fraction is never flattered. */
+  const double peak = fmax(peak_before, sgemm_peak());
+  const double rate = flops / t_all / 1e9;
+  printf("\ncnn encoder (defaults: filters 64,128,256,512,512, pools after 1-3, d 256), "
+         "batch %d of 64 x 320 grey, %d -> %d positions\n", B, H * W, mem.len);
+  printf("  forward (no grad)        %8.1f ms\n", 1e3 * t_fwd);
+  printf("  forward + backward       %8.1f ms   %.1f GFLOP of convolutions\n", 1e3 * t_all,
+         flops / 1e9);
+  printf("  conv GFLOP/s             %8.1f   sgemm peak %.1f GFLOP/s   fraction %.1f%% "
+         "(target 60%%)\n", rate, peak, 100.0 * rate / peak);
+  free(seed);
+  free(px);
+  vt->destroy(enc);
+  intrus_params_destroy(p);
+  intrus_config_free(cfg);
+  intrus_plugin_close(plug);
+  intrus_plugin_search_free(s);
+  return rate < 0.6 * peak;
+}
+
 int main(int argc, char **argv) {
   intrus_blas_restart_better(argv); /* as the intrus command does */
   intrus_malloc_keep_pages(); /* as the intrus CLI does */
@@ -337,6 +432,7 @@ int main(int argc, char **argv) {
   if (!*only || strcmp(only, "bandwidth") == 0) below += bench_bandwidth(ctx);
   if (!*only || strcmp(only, "attention") == 0) bench_attention(ctx);
   if (!*only || strcmp(only, "kernels") == 0) bench_kernels();
+  if (!*only || strcmp(only, "cnn") == 0) below += bench_cnn(ctx, argc > 2 ? atoi(argv[2]) : 8);
   intrus_ctx_destroy(ctx);
   printf("\n%d measurement(s) below target\n", below);
   return 0;

@@ -576,6 +576,102 @@ enum intrus_status intrus_cfg_strings(const intrus_cfg *g, const char *key,
   return INTRUS_OK;
 }
 
+/* The array or list under key with every element of type want (CONFIG_TYPE_INT covers
+ * INT64 too), 1..max of them; absent: *out = NULL (the caller adds its default). */
+static enum intrus_status get_scalar_array(const intrus_cfg *g, const char *key, int want,
+                                           const char *what, int max, config_setting_t **out,
+                                           struct intrus_error *err) {
+  config_setting_t *s;
+  *out = NULL;
+  enum intrus_status st = lookup(g, key, false, &s, err);
+  if (st != INTRUS_OK || !s) return st;
+  int t = config_setting_type(s);
+  if (t != CONFIG_TYPE_ARRAY && t != CONFIG_TYPE_LIST) {
+    char exp[64];
+    snprintf(exp, sizeof exp, "an array of %ss", what);
+    return type_error(s, exp, err);
+  }
+  int n = config_setting_length(s);
+  if (n < 1 || n > max)
+    return fail_setting(s, err, "has %d elements, expected 1 to %d", n, max);
+  for (int i = 0; i < n; i++) {
+    config_setting_t *e = config_setting_get_elem(s, (unsigned)i);
+    int et = config_setting_type(e);
+    bool ok = want == CONFIG_TYPE_INT ? (et == CONFIG_TYPE_INT || et == CONFIG_TYPE_INT64)
+                                      : et == want;
+    /* Elements of an array carry no line of their own: report at the array's line,
+     * naming the element. */
+    if (!ok) {
+      char *path = xasprintf("%s[%d]", setting_path(s), i);
+      enum intrus_status r = fail_at(s, path, err, "expected %s %s, got %s",
+                                     want == CONFIG_TYPE_INT ? "an" : "a", what,
+                                     type_name(et));
+      free(path);
+      return r;
+    }
+  }
+  *out = s;
+  return INTRUS_OK;
+}
+
+enum intrus_status intrus_cfg_ints(const intrus_cfg *g, const char *key, const long long *def,
+                                   int ndef, long long lo, long long hi, int max,
+                                   long long *out, int *count, struct intrus_error *err) {
+  INTRUS_CHECK(ndef >= 1 && ndef <= max && lo <= hi,
+               "intrus_cfg_ints('%s'): %d defaults for at most %d", key, ndef, max);
+  config_setting_t *s;
+  enum intrus_status st = get_scalar_array(g, key, CONFIG_TYPE_INT, "integer", max, &s, err);
+  if (st != INTRUS_OK) return st;
+  if (!s) {
+    config_setting_t *a = add_default(g, key, CONFIG_TYPE_ARRAY);
+    for (int i = 0; i < ndef; i++) {
+      INTRUS_CHECK(def[i] >= lo && def[i] <= hi && def[i] >= INT_MIN && def[i] <= INT_MAX,
+                   "intrus_cfg_ints('%s'): default %lld outside [%lld, %lld]", key, def[i], lo,
+                   hi);
+      if (!config_setting_set_int_elem(a, -1, (int)def[i])) intrus_panic("out of memory");
+      out[i] = def[i];
+    }
+    *count = ndef;
+    return INTRUS_OK;
+  }
+  int n = config_setting_length(s);
+  for (int i = 0; i < n; i++) {
+    long long v = config_setting_get_int64_elem(s, i);
+    if (v < lo || v > hi) {
+      char *path = xasprintf("%s[%d]", setting_path(s), i);
+      st = fail_at(s, path, err, "%lld is out of range [%lld, %lld]", v, lo, hi);
+      free(path);
+      return st;
+    }
+    out[i] = v;
+  }
+  *count = n;
+  return INTRUS_OK;
+}
+
+enum intrus_status intrus_cfg_bools(const intrus_cfg *g, const char *key, const bool *def,
+                                    int ndef, int max, bool *out, int *count,
+                                    struct intrus_error *err) {
+  INTRUS_CHECK(ndef >= 1 && ndef <= max, "intrus_cfg_bools('%s'): %d defaults for at most %d",
+               key, ndef, max);
+  config_setting_t *s;
+  enum intrus_status st = get_scalar_array(g, key, CONFIG_TYPE_BOOL, "boolean", max, &s, err);
+  if (st != INTRUS_OK) return st;
+  if (!s) {
+    config_setting_t *a = add_default(g, key, CONFIG_TYPE_ARRAY);
+    for (int i = 0; i < ndef; i++) {
+      if (!config_setting_set_bool_elem(a, -1, def[i])) intrus_panic("out of memory");
+      out[i] = def[i];
+    }
+    *count = ndef;
+    return INTRUS_OK;
+  }
+  int n = config_setting_length(s);
+  for (int i = 0; i < n; i++) out[i] = config_setting_get_bool_elem(s, i) != 0;
+  *count = n;
+  return INTRUS_OK;
+}
+
 /* ---- caller-side errors and unknown settings -------------------------------------- */
 
 enum intrus_status intrus_cfg_error(const intrus_cfg *g, const char *key,

@@ -39,6 +39,7 @@ struct run_scores {
   struct score_result cider; /* image captions (data.targets = "text"): CIDEr-D */
   bool has_cider;
   int references;            /* per test segment (caption sets: several) */
+  bool images;               /* the segments are images (data.kind = "images") */
   size_t sentences;
   char hyp_path[4200];
   char checkpoint[32]; /* the checkpoint that decoded it: checkpoint.ckpt or best.ckpt */

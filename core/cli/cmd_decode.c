@@ -339,6 +339,7 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
          (st = score_corpus_refs(search, "cider", cider, hyps, refs, nrefs, n, &rs->cider, err))))
       goto done;
     rs->has_cider = t.data.tgt_text;
+    rs->images = true;
     rs->references = nrefs;
     rs->sentences = n;
     snprintf(rs->hyp_path, sizeof rs->hyp_path, "%s", path);

@@ -128,8 +128,8 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
   if (!run) return INTRUS_EXIT_OK;
   if (r.text) {
     const struct score_result *b = &r.scores.bleu;
-    printf("test: %zu sentences decoded with %s -> %s\n", r.scores.sentences,
-           r.scores.checkpoint, r.scores.hyp_path);
+    printf("test: %zu %s decoded with %s -> %s\n", r.scores.sentences,
+           r.scores.images ? "images" : "sentences", r.scores.checkpoint, r.scores.hyp_path);
     for (int i = 0; i < b->count; i++) {
       double v = b->values[i];
       /* Lengths (hyp_len, ref_len) are counts; scores and ratios get two decimals. */

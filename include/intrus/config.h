@@ -92,6 +92,18 @@ enum intrus_status intrus_cfg_list_group(const intrus_cfg *g, const char *key, i
 enum intrus_status intrus_cfg_strings(const intrus_cfg *g, const char *key,
                                       const char ***out, int *count, struct intrus_error *err);
 
+/* An array or list of integers (booleans) under key, at most max elements, into the
+ * caller's out[max]; *count gets how many. Absent: the ndef values of def are added to
+ * the tree as an array (so effective.cfg shows them) and returned. Errors name the file
+ * and line: a wrong type (of the setting or of an element, named key[i]), an empty or
+ * too long array, and for integers an element outside [lo, hi]. */
+enum intrus_status intrus_cfg_ints(const intrus_cfg *g, const char *key, const long long *def,
+                                   int ndef, long long lo, long long hi, int max,
+                                   long long *out, int *count, struct intrus_error *err);
+enum intrus_status intrus_cfg_bools(const intrus_cfg *g, const char *key, const bool *def,
+                                    int ndef, int max, bool *out, int *count,
+                                    struct intrus_error *err);
+
 /* "file:line: <path>.<key>: message" for a setting a caller found invalid on its own
  * terms (e.g. d_model not divisible by heads). Uses the group's line when key is
  * NULL or absent. Returns INTRUS_ERR_CONFIG. */

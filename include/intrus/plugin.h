@@ -73,7 +73,8 @@ struct intrus_src_batch {
   const int *lens;                /* [batch] */
   int channels, height, width;    /* images: pixels [batch, channels, height, width] */
   const float *pixels;
-  /* ABI 1.9: images: [batch] each image's own height and width; it fills rows
+  /* ABI 1.9 (which also adds intrus_cfg_ints and intrus_cfg_bools to config.h, for
+   * plugins' list settings): images: [batch] each image's own height and width; it fills rows
    * 0 .. heights[b]-1 and columns 0 .. widths[b]-1 of its [height, width] plane, the
    * rest is padding (INTRUS_IMAGE_PAD_DEFAULT, white). NULL: no image is padded. An
    * encoder of images carries this through its pools into intrus_memory.mask. */
