@@ -68,6 +68,13 @@ expect "intrus decode -i LIST.img writes one line per image" \
   test "$(wc -l < dec-last.txt)" -eq "$(wc -l < cap/test.img)"
 expect "... the same output as the run (its checkpoint)" cmp -s dec-last.txt run-cap-l2r/test.hyp
 
+# The decoding order of an image input: the image above the steps.
+"$intrus" decode -q -o run-cap-ins -i cap/test.img -O trc.txt --trace trc --trace-pictures 2 cap-ins.cfg 2> trc.err
+expect "decode --trace on images draws image-N.png and .svg" test -s trc/image-1.png -a -s trc/image-2.svg
+expect "... and no third picture" test ! -e trc/image-3.png
+expect "... with order.tsv" test -s trc/order.tsv
+expect "... the SVG holds the image" grep -q "<image" trc/image-1.svg
+
 # A resumed run trains the same batches: 10 + 10 steps end as 20 in one go.
 "$intrus" train -q -n 10 -o resumed cap-l2r.cfg > /dev/null 2>&1
 "$intrus" train -q -o resumed cap-l2r.cfg > /dev/null 2>&1

@@ -32,7 +32,8 @@ static const char decode_usage[] =
     "  -t, --trace DIR        insertion models: write how each output was written to DIR:\n"
     "                         trace.txt (every sentence's states, one line per step),\n"
     "                         order.tsv (the relative generation index of every output\n"
-    "                         token) and sentence-N.png / .svg pictures\n"
+    "                         token) and sentence-N.png / .svg pictures (image-N.* for\n"
+    "                         image inputs: the image above the steps)\n"
     "      --trace-pictures N pictures for the first N sentences (default 10; 0 = none)\n"
     "  -p, --plugin-path DIRS colon-separated plugin directories searched first\n"
     "  -q, --quiet            no progress lines\n"
@@ -49,8 +50,9 @@ static enum intrus_status flush_memstream(FILE *f, char **buf, size_t *len, cons
 }
 
 /* Decoding order of every line: DIR/trace.txt, DIR/order.tsv, and pictures of the first
- * `pictures` lines. */
+ * `pictures` lines (with the input image above the steps when the inputs are images). */
 static enum intrus_status write_traces(const char *dir, const struct dataset *data,
+                                       const struct dataset_image_input *images,
                                        const struct intrus_ins_hyp *traj, size_t n, long pictures,
                                        struct intrus_error *err) {
   if (mkdir(dir, 0777) != 0 && errno != EEXIST)
@@ -88,11 +90,20 @@ static enum intrus_status write_traces(const char *dir, const struct dataset *da
         fprintf(order, "%zu\t%d\t%s\t%d\t%.4f\n", i + 1, j + 1, w ? w : "<unk>", when[j],
                 rel[j]);
       }
+      float *pix = NULL;
+      if (images && (long)i < pictures) {
+        pix = dataset_images_input_pixels(data, images, i, &tr.image_channels, &tr.image_height,
+                                          &tr.image_width);
+        if (!pix) st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+        tr.image = pix;
+      }
       for (const char *ext = ".png"; !st && (long)i < pictures && ext;
            ext = strcmp(ext, ".png") == 0 ? ".svg" : NULL) {
-        snprintf(path, sizeof path, "%s/sentence-%zu%s", dir, i + 1, ext);
+        snprintf(path, sizeof path, "%s/%s-%zu%s", dir, images ? "image" : "sentence", i + 1,
+                 ext);
         st = intrus_trace_draw(path, &tr, err);
       }
+      free(pix);
     }
     free(words);
     free(rel);
@@ -217,7 +228,7 @@ int intrus_cmd_decode(int argc, char **argv) {
   else if (n)
     st = translator_run(&t, lines, n, quiet ? NULL : stderr, &out, traj, &err);
   if (st ||
-      (trace_dir && (st = write_traces(trace_dir, &t.data, traj, n, pictures, &err))))
+      (trace_dir && (st = write_traces(trace_dir, &t.data, images, traj, n, pictures, &err))))
     goto done;
   if (output) {
     st = write_lines(output, out, n, &err);

@@ -157,6 +157,10 @@ enum intrus_status dataset_images_valid_input(const struct dataset *d, size_t n,
                                               struct dataset_image_input **out,
                                               struct intrus_error *err);
 size_t dataset_images_input_count(const struct dataset_image_input *in);
+/* Image i of in as floats in [0, 1], [channels, height, width] (malloc'd; NULL when
+ * out of memory). */
+float *dataset_images_input_pixels(const struct dataset *d, const struct dataset_image_input *in,
+                                   size_t i, int *channels, int *height, int *width);
 void dataset_images_input_free(struct dataset_image_input *in);
 typedef enum intrus_status (*dataset_image_batch_fn)(const struct intrus_src_batch *src,
                                                      const int32_t *idx, int count, void *user,

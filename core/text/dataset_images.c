@@ -658,6 +658,19 @@ enum intrus_status dataset_images_valid_input(const struct dataset *d, size_t n,
 
 size_t dataset_images_input_count(const struct dataset_image_input *in) { return in->s.n_images; }
 
+float *dataset_images_input_pixels(const struct dataset *d, const struct dataset_image_input *in,
+                                   size_t i, int *channels, int *height, int *width) {
+  const int h = in->s.h[i], w = in->s.w[i], c = d->channels;
+  size_t k = (size_t)c * h * w;
+  float *p = malloc((k ? k : 1) * sizeof *p);
+  if (!p) return NULL;
+  for (size_t j = 0; j < k; j++) p[j] = (float)in->s.pix[i][j] * (1.0f / 255.0f);
+  *channels = c;
+  *height = h;
+  *width = w;
+  return p;
+}
+
 enum intrus_status dataset_images_input_batches(const struct dataset *d,
                                                 struct dataset_image_input *in, intrus_ctx *ctx,
                                                 dataset_image_batch_fn fn, void *user,

@@ -5,6 +5,7 @@
  * step t is the final output restricted to the tokens of steps <= t: everything here
  * works from one array, the step at which each final column was written. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,6 +99,7 @@ void intrus_trace_relative_index(const struct intrus_trace *t, double *rel, int 
 struct layout {
   int rows;
   double label_w, row_h, ascent, width, height;
+  double img_top, img_scale; /* rows start img_top lower when an image is drawn */
   double *col_x, *col_w;  /* [len] */
 };
 
@@ -137,16 +139,65 @@ static void measure(const struct intrus_trace *t, const int *when, struct layout
   }
   L->width = x - COL_GAP + MARGIN;
   L->height = 2 * MARGIN + L->rows * L->row_h + (L->rows - 1) * ROW_GAP;
+  L->img_top = 0;
+  if (t->image && t->image_height > 0 && t->image_width > 0) {
+    /* A whole factor, so pixels stay sharp: small formula images grow to be readable,
+     * none grows past 4x. */
+    double k = 1;
+    while (k < 4 && t->image_height * (k + 1) <= 96 && t->image_height * k < 48) k++;
+    L->img_scale = k;
+    double iw = t->image_width * k + 2 * MARGIN;
+    if (iw > L->width) L->width = iw;
+    L->img_top = t->image_height * k + MARGIN;
+    L->height += L->img_top;
+  }
   cairo_destroy(cr);
   cairo_surface_destroy(s);
+}
+
+/* The input image at the top left, each pixel a img_scale-sized square (no smoothing). */
+static void draw_image(cairo_t *cr, const struct intrus_trace *t, const struct layout *L) {
+  const int C = t->image_channels == 3 ? 3 : 1, H = t->image_height, W = t->image_width;
+  cairo_surface_t *img = cairo_image_surface_create(CAIRO_FORMAT_RGB24, W, H);
+  if (cairo_surface_status(img)) {
+    cairo_surface_destroy(img);
+    return;
+  }
+  cairo_surface_flush(img);
+  unsigned char *data = cairo_image_surface_get_data(img);
+  int stride = cairo_image_surface_get_stride(img);
+  const size_t plane = (size_t)H * W;
+  for (int y = 0; y < H; y++) {
+    uint32_t *row = (uint32_t *)(void *)(data + (size_t)y * stride);
+    for (int x = 0; x < W; x++) {
+      uint32_t v[3];
+      for (int c = 0; c < 3; c++) {
+        float p = t->image[(C == 3 ? (size_t)c * plane : 0) + (size_t)y * W + x];
+        p = p < 0 ? 0 : p > 1 ? 1 : p;
+        v[c] = (uint32_t)(p * 255.0f + 0.5f);
+      }
+      row[x] = v[0] << 16 | v[1] << 8 | v[2];
+    }
+  }
+  cairo_surface_mark_dirty(img);
+  cairo_save(cr);
+  cairo_translate(cr, MARGIN, MARGIN);
+  cairo_scale(cr, L->img_scale, L->img_scale);
+  cairo_set_source_surface(cr, img, 0, 0);
+  cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
+  cairo_rectangle(cr, 0, 0, W, H);
+  cairo_fill(cr);
+  cairo_restore(cr);
+  cairo_surface_destroy(img);
 }
 
 static void draw(cairo_t *cr, const struct intrus_trace *t, const int *when,
                  const struct layout *L) {
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
+  if (L->img_top > 0) draw_image(cr, t, L);
   for (int r = 0; r < L->rows; r++) {
-    double top = MARGIN + r * (L->row_h + ROW_GAP), base = top + PAD_Y + L->ascent;
+    double top = L->img_top + MARGIN + r * (L->row_h + ROW_GAP), base = top + PAD_Y + L->ascent;
     char label[16];
     snprintf(label, sizeof label, "%d", t->len > 0 ? r + 1 : 0);
     draw_set_font(cr, FONT_SIZE, false);
@@ -197,7 +248,8 @@ enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace
   enum intrus_status st = check_trace(t, path, when, err);
   if (st) goto done;
   for (int s = 0; s < t->len; s++) shown[s] = draw_text(t->words[s]);
-  struct intrus_trace tr = {t->len, t->steps, (const char *const *)shown};
+  struct intrus_trace tr = {t->len, t->steps, (const char *const *)shown, t->image,
+                            t->image_channels, t->image_height, t->image_width};
   t = &tr;
   measure(t, when, &L);
   int w = (int)(L.width + 1), h = (int)(L.height + 1);

@@ -18,6 +18,11 @@ struct intrus_trace {
   int len;
   const struct intrus_ins_step *steps;
   const char *const *words;
+  /* Optional: the input image the output was read from, drawn above the steps
+   * (image-to-text models): [channels, height, width] floats in [0, 1], channels 1 or
+   * 3. NULL: none. */
+  const float *image;
+  int image_channels, image_height, image_width;
 };
 
 /* Text, one line per step (Figure 1): "<step>\t<the partial output after the step, the
@@ -34,7 +39,8 @@ enum intrus_status intrus_trace_write_text(FILE *f, const char *name, int index,
 void intrus_trace_relative_index(const struct intrus_trace *t, double *rel, int *order);
 
 /* Draws the steps as a picture: one row per step, each word in its final column, the
- * word inserted at that step highlighted. The format follows path's extension: ".png"
+ * word inserted at that step highlighted; t->image, when given, above the rows (scaled
+ * by a whole factor to at least 48 pixels high, at most the rows' width). The format follows path's extension: ".png"
  * or ".svg" (anything else is an error). Written to a temporary file and renamed. */
 enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace *t,
                                      struct intrus_error *err);
