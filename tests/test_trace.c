@@ -18,7 +18,7 @@
 static const struct intrus_ins_step cat_steps[] = {{0, 10}, {0, 11}, {2, 12}, {0, 13},
                                                    {3, 14}, {3, 15}, {4, 13}};
 static const char *const cat_words[] = {"sat", "cat", ".", "the", "mat", "on", "the"};
-static const struct intrus_trace cat = {7, cat_steps, cat_words};
+static const struct intrus_trace cat = {.len = 7, .steps = cat_steps, .words = cat_words};
 /* Step that wrote each final column, by hand. */
 static const int cat_when[7] = {3, 1, 0, 5, 6, 4, 2};
 
@@ -49,14 +49,14 @@ static void test_text(void) {
   EXPECT(strcmp(s, want) == 0, "got:\n%s", s);
   free(s);
 
-  struct intrus_trace empty = {0, NULL, NULL};
+  struct intrus_trace empty = {.len = 0, .steps = NULL, .words = NULL};
   s = write_text(&empty, 2, &st, &err);
   EXPECT(st == INTRUS_OK && strcmp(s, "# sentence 2\n0\t(empty)\n\n") == 0, "empty: %s", s);
   free(s);
 
   struct intrus_ins_step one_step[] = {{0, 9}};
   const char *one_word[] = {"hello"};
-  struct intrus_trace one = {1, one_step, one_word};
+  struct intrus_trace one = {.len = 1, .steps = one_step, .words = one_word};
   s = write_text(&one, 1, &st, &err);
   EXPECT(st == INTRUS_OK && strcmp(s, "# sentence 1\n1\t[hello]\n\n") == 0, "one: %s", s);
   free(s);
@@ -64,7 +64,7 @@ static void test_text(void) {
   /* A step that inserts beyond its partial output. */
   struct intrus_ins_step bad_steps[] = {{0, 9}, {2, 9}};
   const char *bad_words[] = {"a", "b"};
-  struct intrus_trace bad = {2, bad_steps, bad_words};
+  struct intrus_trace bad = {.len = 2, .steps = bad_steps, .words = bad_words};
   s = write_text(&bad, 1, &st, &err);
   EXPECT(st == INTRUS_ERR_INVALID, "a bad slot is refused (%d)", st);
   EXPECT_CONTAINS(err.msg, "out/trace.txt");
@@ -93,7 +93,7 @@ static void test_relative(void) {
 
   struct intrus_ins_step one_step[] = {{0, 9}};
   const char *one_word[] = {"x"};
-  struct intrus_trace one = {1, one_step, one_word};
+  struct intrus_trace one = {.len = 1, .steps = one_step, .words = one_word};
   rel[0] = 5.0;
   order[0] = 5;
   intrus_trace_relative_index(&one, rel, order);
@@ -102,14 +102,14 @@ static void test_relative(void) {
   /* Right to left: every token goes in front, so the last column was written first. */
   struct intrus_ins_step r2l[4] = {{0, 5}, {0, 6}, {0, 7}, {0, 8}};
   const char *w[4] = {"d", "c", "b", "a"};
-  struct intrus_trace t = {4, r2l, w};
+  struct intrus_trace t = {.len = 4, .steps = r2l, .words = w};
   intrus_trace_relative_index(&t, rel, order);
   for (int j = 0; j < 4; j++) {
     EXPECT(order[j] == 3 - j, "r2l column %d: step %d", j, order[j]);
     EXPECT_NEAR(rel[j], (3 - j) / 3.0, 1e-15);
   }
 
-  struct intrus_trace empty = {0, NULL, NULL};
+  struct intrus_trace empty = {.len = 0, .steps = NULL, .words = NULL};
   rel[0] = 7.0;
   intrus_trace_relative_index(&empty, rel, order);
   EXPECT(rel[0] == 7.0, "an empty output writes nothing");
@@ -189,7 +189,7 @@ static void test_pictures(void) {
   /* Drawing again replaces the file. */
   struct intrus_ins_step r2l[3] = {{0, 5}, {0, 6}, {0, 7}};
   const char *w[3] = {"three", "two", "one"};
-  struct intrus_trace t3 = {3, r2l, w};
+  struct intrus_trace t3 = {.len = 3, .steps = r2l, .words = w};
   const int when3[3] = {2, 1, 0};
   EXPECT(intrus_trace_draw(png, &t3, &err) == INTRUS_OK, "%s", err.msg);
   check_png_layout(png, &t3, when3);
@@ -200,7 +200,7 @@ static void test_pictures(void) {
   EXPECT(b && strstr((char *)b, "<svg"), "%s is an SVG", svg);
   free(b);
 
-  struct intrus_trace empty = {0, NULL, NULL};
+  struct intrus_trace empty = {.len = 0, .steps = NULL, .words = NULL};
   const char *epng = test_tmp_path("empty.png"), *esvg = test_tmp_path("empty.svg");
   EXPECT(intrus_trace_draw(epng, &empty, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(intrus_trace_draw(esvg, &empty, &err) == INTRUS_OK, "%s", err.msg);
@@ -211,7 +211,7 @@ static void test_pictures(void) {
   /* A word that is not valid UTF-8 (a piece of a character) is still drawn. */
   struct intrus_ins_step two_steps[] = {{0, 5}, {1, 6}};
   const char *two_words[] = {"caf\xc3", "\xa9 \xed\xa0\x80 \xf4\x90\x80\x80 ok"};
-  struct intrus_trace two = {2, two_steps, two_words};
+  struct intrus_trace two = {.len = 2, .steps = two_steps, .words = two_words};
   const char *upng = test_tmp_path("utf8.png"), *usvg = test_tmp_path("utf8.svg");
   EXPECT(intrus_trace_draw(upng, &two, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(intrus_trace_draw(usvg, &two, &err) == INTRUS_OK, "%s", err.msg);
@@ -240,7 +240,7 @@ static void test_pictures(void) {
 
   struct intrus_ins_step bad_steps[] = {{1, 9}};
   const char *bad_words[] = {"a"};
-  struct intrus_trace bad = {1, bad_steps, bad_words};
+  struct intrus_trace bad = {.len = 1, .steps = bad_steps, .words = bad_words};
   const char *badpng = test_tmp_path("bad.png");
   EXPECT(intrus_trace_draw(badpng, &bad, &err) == INTRUS_ERR_INVALID, "a bad trace is refused");
   EXPECT_CONTAINS(err.msg, badpng);
@@ -254,7 +254,7 @@ static void test_pictures(void) {
     long_steps[s] = (struct intrus_ins_step){s, 5};
     long_words[s] = "word";
   }
-  struct intrus_trace longt = {LONG, long_steps, long_words};
+  struct intrus_trace longt = {.len = LONG, .steps = long_steps, .words = long_words};
   const char *bigpng = test_tmp_path("long.png");
   EXPECT(intrus_trace_draw(bigpng, &longt, &err) == INTRUS_ERR_INVALID, "a 3000-word PNG");
   EXPECT_CONTAINS(err.msg, bigpng);
