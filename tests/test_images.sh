@@ -82,6 +82,40 @@ cut -f1,2 run-cap-l2r/train.log > losses-one.txt
 cut -f1,2 resumed/train.log > losses-resumed.txt
 expect "a resumed run logs the uninterrupted run's losses" cmp -s losses-one.txt losses-resumed.txt
 
+# A results table of image cells: BLEU and CIDEr-D columns, every reference counted,
+# INTRUS tested against the left-to-right row.
+cat > table.cfg <<'EOF'
+title = "captions";
+baseline = "l2r";
+columns = ( { name = "bleu"; title = "BLEU"; },
+            { name = "cider"; title = "CIDEr-D"; metric = "cider"; } );
+rows = (
+  { name = "l2r"; experiments = { bleu = "cap-l2r.cfg"; cider = "cap-l2r.cfg"; }; },
+  { name = "intrus"; experiments = { bleu = "cap-ins.cfg"; cider = "cap-ins.cfg"; }; }
+);
+EOF
+"$intrus" table -q -r tabruns -O tabout table.cfg > table.out 2>&1
+rc=$?
+expect "intrus table scores image cells (exit $rc)" test $rc -eq 0
+expect "... a CIDEr-D column" grep -q '"metric": "cider"' tabout/table.json
+[ $rc -eq 0 ] || head -20 table.out
+# A tiny model's captions score about 0: give the l2r cell an output that scores well
+# (the first references), score the table again (nothing trains), and compare with
+# intrus eval on the same files.
+cp cap/test.en.0 tabruns/cap-l2r/test.hyp
+"$intrus" table -q -r tabruns -O tabout table.cfg > table2.out 2>&1
+cider_cell=$(awk -F, '$1 == "l2r" && $2 == "cider" { print $4 }' tabout/table.csv)
+bleu_cell=$(awk -F, '$1 == "l2r" && $2 == "bleu" { print $4 }' tabout/table.csv)
+want_cider=$("$intrus" eval cider -r cap/test.en.0 -r cap/test.en.1 -r cap/test.en.2 -i cap/test.en.0 --json |
+  sed -n 's/^ *"score": \([0-9.e+-]*\).*/\1/p' | head -1)
+want_bleu=$("$intrus" eval bleu -r cap/test.en.0 -r cap/test.en.1 -r cap/test.en.2 -i cap/test.en.0 --json |
+  sed -n 's/^ *"score": \([0-9.e+-]*\).*/\1/p' | head -1)
+close() { awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; exit !(a != "" && b != "" && a > 1 && d < 1e-2 && d > -1e-2) }'; }
+expect "... its CIDEr-D cell is intrus eval cider with every reference ($cider_cell, $want_cider)" \
+  close "$cider_cell" "$want_cider"
+expect "... its BLEU cell is intrus eval bleu with every reference ($bleu_cell, $want_bleu)" \
+  close "$bleu_cell" "$want_bleu"
+
 # ---- bad input ----------------------------------------------------------------------
 refused() { # DESCRIPTION WANT-EXIT WANT-TEXT CONFIG [DECODE-LIST]
   if [ $# -ge 5 ]; then

@@ -145,7 +145,9 @@ static double model_s_per_step(const struct intrus_config *cfg, double peak_gflo
   const intrus_cfg *enc = peek_group(model, "encoder"), *dec = peek_group(model, "decoder");
   double d = (double)peek_int(model, "d_model", 256);
   double vocab, tokens;
-  if (strcmp(peek_string(data, "kind", ""), "parallel") == 0) {
+  const char *kind = peek_string(data, "kind", "");
+  if (strcmp(kind, "parallel") == 0 || strcmp(kind, "images") == 0) {
+    /* Images: the decoder's cost only (the CNN's is not modelled). */
     vocab = (double)peek_int(data, "bpe_merges", 8000) + 300.0;
     tokens = (double)peek_int(train, "batch_tokens", 4000);
   } else {
@@ -208,6 +210,19 @@ static enum intrus_status check_data(const char *experiment, struct intrus_error
                                 "%s: %s (the corpus of %s; the README's \"Data\" says how to "
                                 "build it)", path, strerror(errno), experiment);
       }
+    if (!st) st = intrus_run_check_test(cfg, err);
+  } else if (d.kind == DATA_IMAGES) {
+    /* The image lists and their references (their line counts); the images themselves
+     * are read when the cell trains. */
+    static const char *const splits[] = {"train", "valid"};
+    char path[4200];
+    for (int i = 0; i < 2 && !st; i++) {
+      snprintf(path, sizeof path, "%s/%s.img", d.dir, splits[i]);
+      if (access(path, R_OK) != 0)
+        st = intrus_error_set(err, INTRUS_ERR_DATA,
+                              "%s: %s (the image data of %s; the README's \"Data\" says how "
+                              "to build it)", path, strerror(errno), experiment);
+    }
     if (!st) st = intrus_run_check_test(cfg, err);
   }
 done:

@@ -1,6 +1,7 @@
 /* Scores of a results table's cells and their paired bootstrap against the baseline row:
- * each cell's RUN_DIR/test.hyp against its experiment's test references, with its
- * experiment's evaluator settings (eval.bleu). */
+ * each cell's RUN_DIR/test.hyp against its experiment's test references (every
+ * reference of an image), with the column's metric and the experiment's settings for it
+ * (eval.bleu, eval.cider). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,21 +13,29 @@
 
 struct cell_inputs {
   struct intrus_config *cfg;
-  const intrus_cfg *bleu; /* the experiment's eval.bleu group, NULL for defaults */
+  const intrus_cfg *settings; /* the experiment's eval.<metric> group, NULL for defaults */
   char ref_path[4200], hyp_path[4300];
-  char **hyp, **ref;
+  char **hyp;
+  char **refs[DATASET_MAX_REFS]; /* refs[r][i]: segment i's r-th reference */
+  int nrefs;
   size_t nhyp, nref;
+  bool lines_block;              /* refs[0] from intrus_lines_read (one block) */
 };
 
 static void inputs_free(struct cell_inputs *in) {
   if (in->hyp) intrus_lines_free(in->hyp, in->nhyp);
-  if (in->ref) intrus_lines_free(in->ref, in->nref);
+  for (int r = 0; r < in->nrefs; r++) {
+    if (r == 0 && in->lines_block) intrus_lines_free(in->refs[0], in->nref);
+    else dataset_lines_free(in->refs[r], in->nref);
+  }
   if (in->cfg) intrus_config_free(in->cfg);
   memset(in, 0, sizeof *in);
 }
 
-static enum intrus_status inputs_read(const struct table_cell_state *cs, struct cell_inputs *in,
-                                      struct intrus_error *err) {
+/* A cell's test output and references: the test split's target file for text, every
+ * reference of each test image for image data. */
+static enum intrus_status inputs_read(const struct table_cell_state *cs, const char *metric,
+                                      struct cell_inputs *in, struct intrus_error *err) {
   memset(in, 0, sizeof *in);
   const intrus_cfg *data, *eval = NULL;
   struct dataset d = {0};
@@ -36,20 +45,32 @@ static enum intrus_status inputs_read(const struct table_cell_state *cs, struct 
   if ((st = intrus_cfg_group_req(root, "data", &data, err)) ||
       (st = dataset_configure(&d, data, intrus_config_filename(in->cfg), err)))
     goto fail;
-  if (d.kind != DATA_PARALLEL) {
+  if (d.kind == DATA_SYNTHETIC) {
     st = intrus_error_set(err, INTRUS_ERR_CONFIG,
-                          "%s: a table cell needs text data (data.kind = \"parallel\")",
+                          "%s: a table cell needs text or image data (data.kind = \"parallel\" "
+                          "or \"images\")",
                           cs->experiment);
     goto fail;
   }
-  dataset_split_path(&d, "test", d.tgt_lang, in->ref_path, sizeof in->ref_path);
   if ((st = intrus_cfg_group(root, "eval", &eval, err)) ||
-      (eval && (st = intrus_cfg_group(eval, "bleu", &in->bleu, err))))
+      (eval && (st = intrus_cfg_group(eval, metric, &in->settings, err))))
     goto fail;
   snprintf(in->hyp_path, sizeof in->hyp_path, "%s/test.hyp", cs->run_dir);
-  if ((st = intrus_lines_read(in->ref_path, &in->ref, &in->nref, err)) ||
-      (st = intrus_lines_read(in->hyp_path, &in->hyp, &in->nhyp, err)))
-    goto fail;
+  if ((st = intrus_lines_read(in->hyp_path, &in->hyp, &in->nhyp, err))) goto fail;
+  if (d.kind == DATA_IMAGES) {
+    snprintf(in->ref_path, sizeof in->ref_path, "%s/test.img", d.dir);
+    char **list = NULL;
+    if ((st = intrus_lines_read(in->ref_path, &list, &in->nref, err))) goto fail;
+    intrus_lines_free(list, in->nref);
+    if (in->nref == in->nhyp &&
+        (st = dataset_images_references(&d, "test", in->nref, in->refs, &in->nrefs, err)))
+      goto fail;
+  } else {
+    dataset_split_path(&d, "test", d.tgt_lang, in->ref_path, sizeof in->ref_path);
+    if ((st = intrus_lines_read(in->ref_path, &in->refs[0], &in->nref, err))) goto fail;
+    in->nrefs = 1;
+    in->lines_block = true;
+  }
   if (in->nhyp != in->nref) {
     st = intrus_error_set(err, INTRUS_ERR_DATA, "%s has %zu lines, its references %s %zu",
                           in->hyp_path, in->nhyp, in->ref_path, in->nref);
@@ -64,9 +85,10 @@ fail:
 }
 
 static bool same_lines(const struct cell_inputs *a, const struct cell_inputs *b) {
-  if (a->nref != b->nref) return false;
-  for (size_t i = 0; i < a->nref; i++)
-    if (strcmp(a->ref[i], b->ref[i]) != 0) return false;
+  if (a->nref != b->nref || a->nrefs != b->nrefs) return false;
+  for (int r = 0; r < a->nrefs; r++)
+    for (size_t i = 0; i < a->nref; i++)
+      if (strcmp(a->refs[r][i], b->refs[r][i]) != 0) return false;
   return true;
 }
 
@@ -84,21 +106,22 @@ enum intrus_status table_score(struct table_state *s, struct intrus_error *err) 
     struct cell_inputs base = {0};
     bool have_base = false;
     if (t->baseline >= 0 && s->cells[t->baseline][c].state == CELL_DONE) {
-      if ((st = inputs_read(&s->cells[t->baseline][c], &base, err))) break;
+      if ((st = inputs_read(&s->cells[t->baseline][c], t->cols[c].metric, &base, err))) break;
       have_base = true;
     }
     for (int r = 0; r < t->nrows && !st; r++) {
       struct table_cell_state *cs = &s->cells[r][c];
       if (cs->state != CELL_DONE) continue;
       struct cell_inputs in;
-      if ((st = inputs_read(cs, &in, err))) break;
+      if ((st = inputs_read(cs, t->cols[c].metric, &in, err))) break;
       /* Against the baseline's output when it has the same references; a row against
        * itself otherwise (its score, no test). */
       bool test = have_base && r != t->baseline && same_lines(&base, &in);
       struct score_result sa, sb;
       struct intrus_bootstrap_result bs;
-      st = score_compare(search, t->cols[c].metric, in.bleu, test ? base.hyp : in.hyp, in.hyp,
-                         in.ref, in.nref, t->samples, t->seed, &sa, &sb, &bs, err);
+      st = score_compare_refs(search, t->cols[c].metric, in.settings, test ? base.hyp : in.hyp,
+                              in.hyp, in.refs, in.nrefs, in.nref, t->samples, t->seed, &sa, &sb,
+                              &bs, err);
       if (!st) {
         cs->scored = true;
         cs->score = sb.values[0];

@@ -33,7 +33,7 @@ static enum intrus_status read_columns(struct table_spec *t, const intrus_cfg *r
   if (t->ncols < 1 || t->ncols > TABLE_MAX_COLUMNS)
     return intrus_cfg_error(root, "columns", err, "wants 1 to %d columns, not %d",
                             TABLE_MAX_COLUMNS, t->ncols);
-  static const char *const metrics[] = {"bleu", NULL};
+  static const char *const metrics[] = {"bleu", "cider", NULL};
   for (int c = 0; c < t->ncols; c++) {
     struct table_column *col = &t->cols[c];
     const intrus_cfg *g;

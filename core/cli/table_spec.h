@@ -27,7 +27,7 @@
 #define TABLE_MAX_ROWS 32
 
 struct table_column {
-  const char *name, *title, *metric; /* metric: "bleu" */
+  const char *name, *title, *metric; /* metric: "bleu" or "cider" (an evaluator plugin) */
 };
 
 struct table_cell {

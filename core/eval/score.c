@@ -4,6 +4,9 @@
 
 #include "score.h"
 
+/* The most references per segment scored at once (the image data sets' limit). */
+#define DATASET_REFS_MAX 64
+
 static void copy_scores(const struct intrus_eval_scores *sc, struct score_result *out) {
   out->count = sc->count;
   for (int i = 0; i < sc->count && i < INTRUS_EVAL_MAX_SCORES; i++) {
@@ -13,20 +16,19 @@ static void copy_scores(const struct intrus_eval_scores *sc, struct score_result
   snprintf(out->signature, sizeof out->signature, "%s", sc->signature);
 }
 
-/* Segment i's references: refs[r][i] for every r whose line is not empty (a caption
- * set gives some images fewer references); at least the first. Returns the count. */
-static int segment_refs(char **const *refs, int nrefs, size_t i, const char **out) {
-  int k = 0;
-  for (int r = 0; r < nrefs; r++)
-    if (r == 0 || refs[r][i][0]) out[k++] = refs[r][i];
-  return k;
+/* Reference r of segment i as the evaluator gets it, the rule of `intrus eval`
+ * (core/cli/cmd_eval.c): for CIDEr-D an empty line is a reference the image does not
+ * have (NULL: a caption set gives some images fewer); for BLEU a reference of length 0,
+ * as sacreBLEU reads an empty line. */
+static const char *segment_ref(const char *metric, char **const *refs, int r, size_t i) {
+  const char *line = refs[r][i];
+  return !strcmp(metric, "cider") && !*line ? NULL : line;
 }
 
-/* Shows the evaluator every segment's references (nrefs per segment at most; prepare
- * takes the same count for every segment, so empty ones stand in as ""). */
+/* Shows the evaluator every segment's references. */
 static enum intrus_status prepare_refs(const struct intrus_evaluator_vtable *vt, void *self,
-                                       char **const *refs, int nrefs, size_t n,
-                                       struct intrus_error *err) {
+                                       const char *metric, char **const *refs, int nrefs,
+                                       size_t n, struct intrus_error *err) {
   if (!vt->prepare) return INTRUS_OK;
   const char *const **refsets = malloc((n ? n : 1) * sizeof *refsets);
   const char **all = malloc((n ? n : 1) * (size_t)nrefs * sizeof *all);
@@ -36,7 +38,7 @@ static enum intrus_status prepare_refs(const struct intrus_evaluator_vtable *vt,
     return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
   }
   for (size_t i = 0; i < n; i++) {
-    for (int r = 0; r < nrefs; r++) all[i * (size_t)nrefs + (size_t)r] = refs[r][i];
+    for (int r = 0; r < nrefs; r++) all[i * (size_t)nrefs + (size_t)r] = segment_ref(metric, refs, r, i);
     refsets[i] = all + i * (size_t)nrefs;
   }
   enum intrus_status st = vt->prepare(self, (int)n, refsets, nrefs, err);
@@ -46,6 +48,7 @@ static enum intrus_status prepare_refs(const struct intrus_evaluator_vtable *vt,
 }
 
 struct evaluator {
+  const char *name;
   struct intrus_plugin *plugin;
   const struct intrus_evaluator_vtable *vt;
   void *self;
@@ -58,12 +61,13 @@ static enum intrus_status evaluator_open(const struct intrus_plugin_search *sear
                                          char **const *refs, int nrefs, size_t n,
                                          struct evaluator *e, struct intrus_error *err) {
   memset(e, 0, sizeof *e);
+  e->name = name;
   enum intrus_status st =
       intrus_plugin_load(search, INTRUS_KIND_EVALUATOR, name, &e->plugin, err);
   if (st) return st;
   e->vt = intrus_plugin_descriptor(e->plugin)->vtable;
   if (!(st = e->vt->create(cfg, &e->self, err)) &&
-      !(st = prepare_refs(e->vt, e->self, refs, nrefs, n, err)))
+      !(st = prepare_refs(e->vt, e->self, name, refs, nrefs, n, err)))
     e->k = e->vt->stats_size(e->self);
   return st;
 }
@@ -74,16 +78,19 @@ static void evaluator_close(struct evaluator *e) {
 }
 
 /* Per-segment statistics of hyps (n rows of k) and their corpus scores. */
-static enum intrus_status system_stats(const struct intrus_evaluator_vtable *vt, void *self,
-                                       int k, char *const *hyps, char **const *refs, int nrefs,
-                                       size_t n, double **stats, struct score_result *out,
-                                       struct intrus_error *err) {
+static enum intrus_status system_stats(const struct evaluator *e, char *const *hyps,
+                                       char **const *refs, int nrefs, size_t n, double **stats,
+                                       struct score_result *out, struct intrus_error *err) {
+  const struct intrus_evaluator_vtable *vt = e->vt;
+  void *self = e->self;
+  const int k = e->k;
   double *s = calloc(n * (size_t)k + (size_t)k, sizeof *s), *sum = s + n * (size_t)k;
   if (!s) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
   enum intrus_status st = INTRUS_OK;
-  const char *seg[64];
+  const char *seg[DATASET_REFS_MAX];
+  const int m = nrefs < DATASET_REFS_MAX ? nrefs : DATASET_REFS_MAX;
   for (size_t i = 0; i < n && !st; i++) {
-    int m = segment_refs(refs, nrefs < 64 ? nrefs : 64, i, seg);
+    for (int r = 0; r < m; r++) seg[r] = segment_ref(e->name, refs, r, i);
     st = vt->segment_stats(self, hyps[i], seg, m, s + i * (size_t)k, err);
     for (int j = 0; j < k && !st; j++) sum[j] += s[i * (size_t)k + j];
   }
@@ -109,7 +116,7 @@ enum intrus_status score_corpus_refs(const struct intrus_plugin_search *search, 
   struct evaluator e;
   double *stats = NULL;
   enum intrus_status st = evaluator_open(search, name, cfg, refs, nrefs, n, &e, err);
-  if (!st) st = system_stats(e.vt, e.self, e.k, hyps, refs, nrefs, n, &stats, out, err);
+  if (!st) st = system_stats(&e, hyps, refs, nrefs, n, &stats, out, err);
   free(stats);
   evaluator_close(&e);
   return st;
@@ -121,12 +128,23 @@ enum intrus_status score_compare(const struct intrus_plugin_search *search, cons
                                  int samples, uint64_t seed, struct score_result *a,
                                  struct score_result *b, struct intrus_bootstrap_result *bs,
                                  struct intrus_error *err) {
+  char **one[1] = {(char **)refs};
+  return score_compare_refs(search, name, cfg, hyps_a, hyps_b, one, 1, n, samples, seed, a, b,
+                            bs, err);
+}
+
+enum intrus_status score_compare_refs(const struct intrus_plugin_search *search, const char *name,
+                                      const intrus_cfg *cfg, char *const *hyps_a,
+                                      char *const *hyps_b, char **const *refs, int nrefs,
+                                      size_t n, int samples, uint64_t seed,
+                                      struct score_result *a, struct score_result *b,
+                                      struct intrus_bootstrap_result *bs,
+                                      struct intrus_error *err) {
   struct evaluator e;
   double *sa = NULL, *sb = NULL;
-  char **one[1] = {(char **)refs};
-  enum intrus_status st = evaluator_open(search, name, cfg, one, 1, n, &e, err);
-  if (!st && !(st = system_stats(e.vt, e.self, e.k, hyps_a, one, 1, n, &sa, a, err)) &&
-      !(st = system_stats(e.vt, e.self, e.k, hyps_b, one, 1, n, &sb, b, err)))
+  enum intrus_status st = evaluator_open(search, name, cfg, refs, nrefs, n, &e, err);
+  if (!st && !(st = system_stats(&e, hyps_a, refs, nrefs, n, &sa, a, err)) &&
+      !(st = system_stats(&e, hyps_b, refs, nrefs, n, &sb, b, err)))
     st = intrus_paired_bootstrap(e.vt, e.self, (int)n, sa, sb, samples, seed, bs, err);
   free(sa);
   free(sb);

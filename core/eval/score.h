@@ -39,4 +39,12 @@ enum intrus_status score_compare(const struct intrus_plugin_search *search, cons
                                  struct score_result *b, struct intrus_bootstrap_result *bs,
                                  struct intrus_error *err);
 
+/* The same against several references per segment (as score_corpus_refs). */
+enum intrus_status score_compare_refs(const struct intrus_plugin_search *search, const char *name,
+                                      const intrus_cfg *cfg, char *const *hyps_a,
+                                      char *const *hyps_b, char **const *refs, int nrefs,
+                                      size_t n, int samples, uint64_t seed,
+                                      struct score_result *a, struct score_result *b,
+                                      struct intrus_bootstrap_result *bs,
+                                      struct intrus_error *err);
 #endif
