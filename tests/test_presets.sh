@@ -1,8 +1,9 @@
 #!/bin/sh
-# Every experiment of the small preset (and one of each decoder from the paper preset)
-# is a valid experiment: each trains one step, read as strictly as any run reads it,
-# on a stand-in corpus (a slice of the bundled en-de text under each pair's file names,
-# since data/mt-full is built, not bundled). The table files of both presets list
+# Every experiment of the small preset (and one of each decoder from the paper preset,
+# text and images) is a valid experiment: each trains one step, read as strictly as any
+# run reads it, on a stand-in corpus (a slice of the bundled en-de text under each
+# pair's file names, since data/mt-full is built, not bundled; slices of the bundled
+# image sets for the image columns). The table files of both presets list
 # every cell (--dry-run loads each experiment file).
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
@@ -25,6 +26,19 @@ for pair in en-ru en-ja en-ar en-de; do
   done
 done
 
+# The image columns' stand-ins: slices of the bundled image sets under the full sets' names.
+for set in im2latex:im2latex-full caption:caption-full; do
+  from=${set%:*}
+  d="$tmp/data/${set#*:}"
+  mkdir -p "$d/images"
+  for f in "$src/data/$from"/*.img "$src/data/$from"/*.tex "$src/data/$from"/*.en*; do
+    [ -f "$f" ] || continue
+    case $(basename "$f") in train.*) n=40 ;; *) n=6 ;; esac
+    head -n "$n" "$f" > "$d/$(basename "$f")"
+  done
+  for i in $(cat "$d"/*.img | sort -u); do cp "$src/data/$from/$i" "$d/$i"; done
+done
+
 train_one() { # EXPERIMENT-FILE (relative to $tmp/experiments)
   if "$intrus" train "$tmp/experiments/$1" -o "$tmp/runs/$(echo "$1" | tr / _)" -n 1 -q \
     > "$tmp/out.txt" 2>&1; then
@@ -40,6 +54,8 @@ for f in $(cd "$tmp/experiments" && ls small/*/*.cfg | grep -v "^small/common/")
 done
 train_one paper/en-ru/l2r.cfg
 train_one paper/en-ru/intrus.cfg
+train_one paper/im2latex/intrus.cfg
+train_one paper/captions/l2r.cfg
 [ "$n" -ge 19 ] || bad "only $n experiment files under experiments/small"
 
 for t in small/table1.cfg small/table2-en-ru.cfg paper/table1.cfg paper/table2-en-ru.cfg; do
