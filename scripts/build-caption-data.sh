@@ -55,9 +55,8 @@ small=0
 offline=0
 packages=(fonts-noto-color-emoji unicode-cldr-core tuxpaint-stamps-default)
 
-die() { echo "build-caption-data: $*" >&2; exit 1; }
-say() { echo "build-caption-data: $*" >&2; }
-need_arg() { [ "$#" -ge 2 ] || die "$1 needs a value (see --help)"; }
+me=build-caption-data
+. "$here/data/build-common.sh"
 cmdline="scripts/build-caption-data.sh $*"
 
 while [ "$#" -gt 0 ]; do
@@ -84,15 +83,7 @@ for cmd in dpkg-deb tar sha256sum; do
 done
 command -v rsvg-convert >/dev/null || die "rsvg-convert is missing (Debian: librsvg2-bin)"
 [ "$offline" = 1 ] || command -v apt-get >/dev/null || die "apt-get is missing (try --offline)"
-py=""
-for c in "${PYTHON:-}" python3 /usr/bin/python3; do
-  [ -n "$c" ] || continue
-  if command -v "$c" >/dev/null && "$c" -c 'import PIL.Image, fontTools.ttLib' 2>/dev/null; then
-    py=$c
-    break
-  fi
-done
-[ -n "$py" ] || die "no python3 with PIL and fontTools found (Debian: python3 python3-pil python3-fonttools; or set PYTHON)"
+find_python "PIL.Image, fontTools.ttLib" "python3 python3-pil python3-fonttools"
 
 export LC_ALL=C
 mkdir -p "$work/debs" "$work/tree" "$out"

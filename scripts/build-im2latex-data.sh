@@ -57,9 +57,8 @@ max_w=800
 max_h=200
 offline=0
 
-die() { echo "build-im2latex-data: $*" >&2; exit 1; }
-say() { echo "build-im2latex-data: $*" >&2; }
-need_arg() { [ "$#" -ge 2 ] || die "$1 needs a value (see --help)"; }
+me=build-im2latex-data
+. "$here/data/build-common.sh"
 cmdline="scripts/build-im2latex-data.sh $*"
 
 while [ "$#" -gt 0 ]; do
@@ -97,35 +96,15 @@ done
 kpsewhich preview.sty >/dev/null 2>&1 || die "preview.sty is missing (Debian: preview-latex-style)"
 kpsewhich amssymb.sty >/dev/null 2>&1 || die "amssymb.sty is missing (Debian: texlive-base, texlive-latex-recommended)"
 [ "$offline" = 1 ] || command -v apt-get >/dev/null || die "apt-get is missing (try --offline)"
-# A python3 that has PIL: $PYTHON, then python3 on PATH, then Debian's /usr/bin/python3.
-py=""
-for c in "${PYTHON:-}" python3 /usr/bin/python3; do
-  [ -n "$c" ] || continue
-  if command -v "$c" >/dev/null && "$c" -c 'import PIL.Image' 2>/dev/null; then py=$c; break; fi
-done
-[ -n "$py" ] || die "no python3 with PIL found (Debian: python3 python3-pil; or set PYTHON)"
+find_python PIL.Image "python3 python3-pil"
 
 export LC_ALL=C
 mkdir -p "$work/debs" "$work/tree" "$out"
 work=$(cd "$work" && pwd)
 
-cached_deb() { find "$work/debs" -maxdepth 1 -name "$1_*.deb" | sort -V | tail -n 1; }
-
 # 1. Download.
 declare -A deb_of
-i=0
-for p in "${pkg_list[@]}"; do
-  i=$((i + 1))
-  deb=$(cached_deb "$p")
-  if [ -z "$deb" ] && [ "$offline" = 0 ]; then
-    say "[$i/${#pkg_list[@]}] downloading $p"
-    (cd "$work/debs" && apt-get download -q=2 "$p" >"$work/apt.log" 2>&1) ||
-      die "cannot download package $p: $(grep -m1 '^E:' "$work/apt.log" || true)"
-    deb=$(cached_deb "$p")
-  fi
-  [ -n "$deb" ] || die "package $p: no .deb in $work/debs (offline)"
-  deb_of[$p]=$deb
-done
+download_debs "${pkg_list[@]}"
 
 # 2. Extract the source files (stamp per package), then the formulas per package.
 i=0
