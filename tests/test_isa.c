@@ -5,7 +5,7 @@
  * whose bits may follow the split: struct kernel's own_from), and each level is compared with the generic level (0) to a stated tolerance,
  * or bit for bit where the arithmetic is the same at every level. The largest
  * difference per kernel and level is printed.
- *  - gelu forward and backward and erf (FMAs at levels 1 and 2);
+ *  - gelu forward and backward and erf, elu (FMAs at levels 1 and 2);
  *  - the small-product kernel behind intrus_gemm (level 0: OpenBLAS) over M 1..7 and
  *    13, N 1..70, K 1..65, every transpose pair, beta 0 and not; levels 1 and 2 run
  *    the same FMA chains and must agree bit for bit; and a few long-K shapes, most of
@@ -67,6 +67,15 @@ static void run_gelu(float *o) {
   memcpy(o + N_ACT, g->data, N_ACT * sizeof *o);
   intrus_backward(ctx, intrus_sum(ctx, g));
   memcpy(o + 2 * N_ACT, intrus_tensor_grad(ctx, t), N_ACT * sizeof *o);
+  intrus_ctx_destroy(ctx);
+}
+
+/* elu forward (its exp and series are FMAs at levels 1 and 2): N_ACT floats. */
+static void run_elu(float *o) {
+  intrus_ctx *ctx = intrus_ctx_create(1 << 20);
+  int n = N_ACT;
+  intrus_tensor *t = leaf(ctx, 1, &n, act_x, false);
+  memcpy(o, intrus_elu(ctx, t)->data, N_ACT * sizeof *o);
   intrus_ctx_destroy(ctx);
 }
 
@@ -532,6 +541,7 @@ int main(void) {
    * to 8,000 exponentials in 4, 8 or 16 lanes. */
   const struct kernel kernels[] = {
       {"gelu, erf, gelu backward", run_gelu, 3 * N_ACT, 1e-5, false, NULL, 0},
+      {"elu", run_elu, N_ACT, 1e-5, false, NULL, 0},
       {"small product", run_small, gemm_out, 1e-5, true, small_mag, 1},
       {"small product, long K", run_long, long_out, 1e-5, false, long_mag, 2},
       {"packed product", run_packed, packed_out, 1e-5, true, packed_mag, 1},

@@ -160,6 +160,23 @@ static void test_erf(void) {
   }
   EXPECT(gworst <= 1.0, "gelu off by %.3g of its bound", gworst);
   free(gx);
+
+  /* elu on [-20, 2) against double expm1 (every multiple of 2^-13): its vectorised exp
+   * and, near 0, its series keep it within 4 float ulps relative (expm1f's accuracy). */
+  const int me = 22 * 8192;
+  float *ex = malloc(me * sizeof(float));
+  for (int i = 0; i < me; i++) ex[i] = -20.0f + (float)i / 8192.0f;
+  intrus_tensor *e = intrus_elu(ctx, intrus_tensor_from(ctx, 1, &me, ex));
+  double eworst = 0.0, eworst_x = 0.0;
+  for (int i = 0; i < me; i++) {
+    double v = ex[i], ref = v > 0 ? v : expm1(v);
+    double err = fabs(e->data[i] - ref) / (fabs(ref) + 1e-30);
+    if (ref != 0 && err > eworst) eworst = err, eworst_x = v;
+  }
+  EXPECT(eworst <= 4.8e-7, "elu: max relative error %.3g at x = %.9g", eworst, eworst_x);
+  EXPECT(e->data[0] >= -1.0f && e->data[me - 1] == ex[me - 1], "elu limits: %g, %g",
+         e->data[0], e->data[me - 1]);
+  free(ex);
   intrus_ctx_destroy(ctx);
   free(x);
   free(y);
