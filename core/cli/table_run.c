@@ -402,7 +402,14 @@ void table_print_plan(const struct table_state *s, FILE *f) {
       default: fprintf(f, "failed    %s: %s", cs->run_dir, cs->error); break;
       }
       fputc('\n', f);
-      if (cs->state == CELL_PARTIAL || cs->state == CELL_NEW) {
+      /* Cells that share a run (one experiment in two columns: BLEU and CIDEr-D of
+       * the same captions) train it once. */
+      bool first = true;
+      for (int k = 0; k < r * t->ncols + c && first; k++) {
+        const struct table_cell_state *o = &s->cells[k / t->ncols][k % t->ncols];
+        if (o->state != CELL_EMPTY && strcmp(o->run_dir, cs->run_dir) == 0) first = false;
+      }
+      if (first && (cs->state == CELL_PARTIAL || cs->state == CELL_NEW)) {
         runs++;
         modelled += !cs->measured;
         if (isfinite(cs->estimate_s)) total += cs->estimate_s;
