@@ -16,19 +16,20 @@ static void copy_scores(const struct intrus_eval_scores *sc, struct score_result
   snprintf(out->signature, sizeof out->signature, "%s", sc->signature);
 }
 
-/* Reference r of segment i as the evaluator gets it, the rule of `intrus eval`
- * (core/cli/cmd_eval.c): for CIDEr-D an empty line is a reference the image does not
- * have (NULL: a caption set gives some images fewer); for BLEU a reference of length 0,
- * as sacreBLEU reads an empty line. */
-static const char *segment_ref(const char *metric, char **const *refs, int r, size_t i) {
+/* Reference r of segment i: an empty line after the first reference is a reference the
+ * segment does not have (NULL; the image data sets write one where an image has fewer
+ * references), for every metric, as the MSCOCO evaluation scores each image against
+ * its own references. (`intrus eval bleu` reads an empty line as sacreBLEU does: a
+ * reference of length 0.) */
+static const char *segment_ref(char **const *refs, int r, size_t i) {
   const char *line = refs[r][i];
-  return !strcmp(metric, "cider") && !*line ? NULL : line;
+  return r > 0 && !*line ? NULL : line;
 }
 
 /* Shows the evaluator every segment's references. */
 static enum intrus_status prepare_refs(const struct intrus_evaluator_vtable *vt, void *self,
-                                       const char *metric, char **const *refs, int nrefs,
-                                       size_t n, struct intrus_error *err) {
+                                       char **const *refs, int nrefs, size_t n,
+                                       struct intrus_error *err) {
   if (!vt->prepare) return INTRUS_OK;
   const char *const **refsets = malloc((n ? n : 1) * sizeof *refsets);
   const char **all = malloc((n ? n : 1) * (size_t)nrefs * sizeof *all);
@@ -38,7 +39,7 @@ static enum intrus_status prepare_refs(const struct intrus_evaluator_vtable *vt,
     return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
   }
   for (size_t i = 0; i < n; i++) {
-    for (int r = 0; r < nrefs; r++) all[i * (size_t)nrefs + (size_t)r] = segment_ref(metric, refs, r, i);
+    for (int r = 0; r < nrefs; r++) all[i * (size_t)nrefs + (size_t)r] = segment_ref(refs, r, i);
     refsets[i] = all + i * (size_t)nrefs;
   }
   enum intrus_status st = vt->prepare(self, (int)n, refsets, nrefs, err);
@@ -48,7 +49,6 @@ static enum intrus_status prepare_refs(const struct intrus_evaluator_vtable *vt,
 }
 
 struct evaluator {
-  const char *name;
   struct intrus_plugin *plugin;
   const struct intrus_evaluator_vtable *vt;
   void *self;
@@ -61,13 +61,12 @@ static enum intrus_status evaluator_open(const struct intrus_plugin_search *sear
                                          char **const *refs, int nrefs, size_t n,
                                          struct evaluator *e, struct intrus_error *err) {
   memset(e, 0, sizeof *e);
-  e->name = name;
   enum intrus_status st =
       intrus_plugin_load(search, INTRUS_KIND_EVALUATOR, name, &e->plugin, err);
   if (st) return st;
   e->vt = intrus_plugin_descriptor(e->plugin)->vtable;
   if (!(st = e->vt->create(cfg, &e->self, err)) &&
-      !(st = prepare_refs(e->vt, e->self, name, refs, nrefs, n, err)))
+      !(st = prepare_refs(e->vt, e->self, refs, nrefs, n, err)))
     e->k = e->vt->stats_size(e->self);
   return st;
 }
@@ -90,8 +89,12 @@ static enum intrus_status system_stats(const struct evaluator *e, char *const *h
   const char *seg[DATASET_REFS_MAX];
   const int m = nrefs < DATASET_REFS_MAX ? nrefs : DATASET_REFS_MAX;
   for (size_t i = 0; i < n && !st; i++) {
-    for (int r = 0; r < m; r++) seg[r] = segment_ref(e->name, refs, r, i);
-    st = vt->segment_stats(self, hyps[i], seg, m, s + i * (size_t)k, err);
+    /* segment_stats gets the references the segment has (prepare above saw NULL for the
+     * others, which only the corpus-level weights of CIDEr-D read). */
+    int have = 0;
+    for (int r = 0; r < m; r++)
+      if ((seg[have] = segment_ref(refs, r, i))) have++;
+    st = vt->segment_stats(self, hyps[i], seg, have, s + i * (size_t)k, err);
     for (int j = 0; j < k && !st; j++) sum[j] += s[i * (size_t)k + j];
   }
   struct intrus_eval_scores sc = {0};
