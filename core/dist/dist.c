@@ -1,6 +1,10 @@
 /* The process group of data-parallel training (dist.h): MPI when built with it and
  * started by mpirun, a group of one otherwise. */
+/* HAVE_MPI comes from config.h (./configure --with-mpi); a build that compiles the core
+ * without it (the fuzzers, tests/fuzz/run.sh) gets the group of one. */
+#ifdef HAVE_CONFIG_H
 #include "config.h"
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
