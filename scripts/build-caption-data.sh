@@ -88,22 +88,13 @@ find_python "PIL.Image, fontTools.ttLib" "python3 python3-pil python3-fonttools"
 export LC_ALL=C
 mkdir -p "$work/debs" "$work/tree" "$out"
 work=$(cd "$work" && pwd)
-cached_deb() { find "$work/debs" -maxdepth 1 -name "$1_*.deb" | sort -V | tail -n 1; }
-
-# 1. Download and extract (stamp per package: the .deb's name).
+# 1. Download, then extract (stamp per package: the .deb's name).
 declare -A deb_of
+download_debs "${packages[@]}"
 i=0
 for p in "${packages[@]}"; do
   i=$((i + 1))
-  deb=$(cached_deb "$p")
-  if [ -z "$deb" ] && [ "$offline" = 0 ]; then
-    say "[$i/${#packages[@]}] downloading $p"
-    (cd "$work/debs" && apt-get download -q=2 "$p" >"$work/apt.log" 2>&1) ||
-      die "cannot download package $p: $(grep -m1 '^E:' "$work/apt.log" || true)"
-    deb=$(cached_deb "$p")
-  fi
-  [ -n "$deb" ] || die "package $p: no .deb in $work/debs (offline)"
-  deb_of[$p]=$deb
+  deb=${deb_of[$p]}
   dir="$work/tree/$p"
   stamp="v1 $(basename "$deb")"
   if [ -f "$dir/.stamp" ] && [ "$(cat "$dir/.stamp")" = "$stamp" ]; then continue; fi
