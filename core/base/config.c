@@ -247,3 +247,8 @@ uint64_t intrus_config_fingerprint(const struct intrus_config *c, const char *co
   }
   return h;
 }
+
+uint64_t intrus_config_results_fingerprint(const struct intrus_config *c) {
+  static const char *const paths[] = {"seed", "data", "model", "train", "search", "eval"};
+  return intrus_config_fingerprint(c, paths, sizeof paths / sizeof *paths);
+}

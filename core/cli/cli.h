@@ -72,7 +72,8 @@ enum intrus_status intrus_cli_experiment(struct intrus_config *cfg, const char *
  * the test split, trains into x->run_dir (resuming; nothing when training is complete),
  * decodes the test split of text data with the experiment's search settings into
  * RUN_DIR/test.hyp, scores it and writes RUN_DIR/results.json, which records
- * cli_results_fingerprint(cfg) as "fingerprint". */
+ * intrus_config_results_fingerprint(cfg) of the config as loaded (before training
+ * fills in defaults) as "fingerprint". */
 #include "intrus/train.h"
 struct cli_run_result {
   struct intrus_train_result train;
@@ -83,10 +84,6 @@ struct cli_run_result {
 enum intrus_status cli_run_experiment(struct intrus_config *cfg, const struct cli_experiment *x,
                                       FILE *progress, long max_steps,
                                       struct cli_run_result *out, struct intrus_error *err);
-/* A hash of the settings a run's test scores depend on (seed, data, model, train, search,
- * eval), of the config as loaded, before training fills in defaults. */
-uint64_t cli_results_fingerprint(const struct intrus_config *cfg);
-
 /* s as a JSON string literal, quotes included (machine-readable results). */
 void cli_json_string(FILE *f, const char *s);
 

@@ -9,12 +9,6 @@
 #include "cli.h"
 #include "intrus/fileio.h"
 
-uint64_t cli_results_fingerprint(const struct intrus_config *cfg) {
-  /* Everything a test score depends on; the name and plugin_path do not change it. */
-  static const char *const paths[] = {"seed", "data", "model", "train", "search", "eval"};
-  return intrus_config_fingerprint(cfg, paths, sizeof paths / sizeof *paths);
-}
-
 static bool is_parallel(const struct intrus_config *cfg) {
   const intrus_cfg *data;
   const char *kind = "";
@@ -74,7 +68,7 @@ enum intrus_status cli_run_experiment(struct intrus_config *cfg, const struct cl
                                       struct cli_run_result *out, struct intrus_error *err) {
   memset(out, 0, sizeof *out);
   /* Before training fills in defaults: the file's own settings, as the table reads them. */
-  const uint64_t fp = cli_results_fingerprint(cfg);
+  const uint64_t fp = intrus_config_results_fingerprint(cfg);
   enum intrus_status st;
   if ((st = intrus_run_check_test(cfg, err))) return st;
   struct intrus_train_options opt = {

@@ -257,7 +257,7 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   struct intrus_config *cfg = intrus_config_load_file(cell->experiment, err);
   if (!cfg) return err->status;
   /* The fingerprints first: the lookups below must not see filled-in settings. */
-  uint64_t fp = cli_results_fingerprint(cfg);
+  uint64_t fp = intrus_config_results_fingerprint(cfg);
   static const char *const cost_paths[] = {"model", "train"};
   cs->cost_fp = intrus_config_fingerprint(cfg, cost_paths, 2);
   struct cli_experiment x;

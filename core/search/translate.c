@@ -151,9 +151,12 @@ struct decode_job {
   FILE *progress;
 };
 
+/* Decodes one batch; sentence k of it is input line map[idx[k]] (map NULL: idx[k]). */
 static enum intrus_status decode_batch(struct decode_job *j, const struct intrus_src_batch *sb,
-                                       const size_t *line, struct intrus_error *err) {
+                                       const int32_t *idx, const size_t *map,
+                                       struct intrus_error *err) {
   const int count = sb->batch;
+#define line(k) (map ? map[idx[k]] : (size_t)idx[k])
   enum intrus_status st;
   if (intrus_model_is_insertion(j->model)) {
     struct intrus_ins_hyp *h = calloc((size_t)count, sizeof *h);
@@ -161,9 +164,9 @@ static enum intrus_status decode_batch(struct decode_job *j, const struct intrus
     st = insertion_batch(j->model, j->scratch, sb, j->beam, h, &j->stats, err);
     for (int k = 0; k < count && !st; k++) {
       dataset_detok(j->data, h[k].tokens, h[k].len, false, &j->s);
-      j->res[line[k]] = strdup(j->s.s ? j->s.s : "");
+      j->res[line(k)] = strdup(j->s.s ? j->s.s : "");
       if (j->traj) {
-        j->traj[line[k]] = h[k];
+        j->traj[line(k)] = h[k];
         memset(&h[k], 0, sizeof h[k]);
       }
     }
@@ -176,11 +179,12 @@ static enum intrus_status decode_batch(struct decode_job *j, const struct intrus
     st = intrus_beam_search(j->model, j->ctx, sb, j->beam, r, err);
     for (int k = 0; k < count && !st; k++) {
       dataset_detok(j->data, r[k].tokens, r[k].len, reverse, &j->s);
-      j->res[line[k]] = strdup(j->s.s ? j->s.s : "");
+      j->res[line(k)] = strdup(j->s.s ? j->s.s : "");
     }
     for (int k = 0; k < count; k++) free(r[k].tokens);
     free(r);
   }
+#undef line
   if (st) return st;
   j->done += (size_t)count;
   if (j->progress && (time(NULL) - j->last >= 10 || j->done == j->n)) {
@@ -247,7 +251,6 @@ enum intrus_status translate_lines(struct intrus_model *model, struct dataset *d
   struct intrus_corpus *c = NULL;
   struct intrus_batcher *b = NULL;
   struct decode_job j;
-  size_t *line = NULL;
   enum intrus_status st = job_open(&j, model, data, beam, n, progress, traj, err);
   if (st) return job_close(&j, st, out);
   if ((st = dataset_segment(data, 0, lines, n, &seg, err))) goto done;
@@ -263,17 +266,9 @@ enum intrus_status translate_lines(struct intrus_model *model, struct dataset *d
     intrus_ctx_reset(j.ctx);
     struct intrus_src_batch sb;
     intrus_corpus_fill_batch(c, j.ctx, idx, count, &sb, NULL);
-    size_t *nl = realloc(line, (size_t)count * sizeof *line);
-    if (!nl) {
-      st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-      break;
-    }
-    line = nl;
-    for (int k = 0; k < count; k++) line[k] = (size_t)c->line[idx[k]];
-    st = decode_batch(&j, &sb, line, err);
+    st = decode_batch(&j, &sb, idx, c->line, err);
   }
 done:
-  free(line);
   intrus_batcher_free(b);
   intrus_corpus_free(c);
   dataset_lines_free(seg, n);
@@ -282,12 +277,8 @@ done:
 
 static enum intrus_status image_batch(const struct intrus_src_batch *src, const int32_t *idx,
                                       int count, void *user, struct intrus_error *err) {
-  size_t *line = malloc((size_t)count * sizeof *line);
-  if (!line) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-  for (int k = 0; k < count; k++) line[k] = (size_t)idx[k];
-  enum intrus_status st = decode_batch(user, src, line, err);
-  free(line);
-  return st;
+  (void)count; /* src->batch */
+  return decode_batch(user, src, idx, NULL, err);
 }
 
 enum intrus_status translate_images(struct intrus_model *model, struct dataset *data,

@@ -398,29 +398,32 @@ void dataset_train_batch(struct dataset *d, intrus_ctx *ctx, uint64_t seed, long
 static const uint64_t VALID_KEY = 0x76616c6964ULL;
 
 enum intrus_status dataset_valid_batches(struct dataset *d, intrus_ctx *ctx, uint64_t seed,
-                                         int sentences, long max_tokens, dataset_batch_fn fn,
+                                         int sentences, long max_tokens,
+                                         struct dataset_share share, dataset_batch_fn fn,
                                          void *user, struct intrus_error *err) {
   enum intrus_status st = INTRUS_OK;
   struct intrus_src_batch src;
   struct intrus_tgt_batch tgt;
   if (d->kind == DATA_SYNTHETIC) {
     for (int done = 0, i = 0; done < d->valid_size && !st; done += sentences, i++) {
+      if (i % share.every != share.first) continue;
       int B = d->valid_size - done < sentences ? d->valid_size - done : sentences;
       intrus_ctx_reset(ctx);
       synth_batch(ctx, d, intrus_hash64(seed ^ VALID_KEY, (uint64_t)i), B, &src, &tgt);
-      st = fn(&src, &tgt, user, err);
+      st = fn(&src, &tgt, i, user, err);
     }
     return st;
   }
-  if (d->kind == DATA_IMAGES) return dataset_images_valid_batches(d, ctx, fn, user, err);
+  if (d->kind == DATA_IMAGES) return dataset_images_valid_batches(d, ctx, share, fn, user, err);
   struct intrus_batcher *b = intrus_batcher_create_sorted(d->valid, max_tokens);
   size_t n = intrus_batcher_epoch_size(b, 0);
   for (size_t i = 0; i < n && !st; i++) {
+    if ((long)i % share.every != share.first) continue;
     const int32_t *idx;
     int count = intrus_batcher_get(b, 0, i, &idx);
     intrus_ctx_reset(ctx);
     intrus_corpus_fill_batch(d->valid, ctx, idx, count, &src, &tgt);
-    st = fn(&src, &tgt, user, err);
+    st = fn(&src, &tgt, (long)i, user, err);
   }
   intrus_batcher_free(b);
   return st;

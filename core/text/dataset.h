@@ -113,12 +113,18 @@ void dataset_train_batch(struct dataset *d, intrus_ctx *ctx, uint64_t seed, long
                          int sentences, struct intrus_src_batch *src,
                          struct intrus_tgt_batch *tgt);
 
-/* Validation batches: calls fn for each batch of the validation set. */
+/* Validation batches: calls fn for batch i of the validation set (its index in the
+ * split's fixed order) when i % every == first, and fills no other batch (ranks of a
+ * data-parallel run share the batches: every = ranks, first = rank). */
+struct dataset_share {
+  int every, first;
+};
 typedef enum intrus_status (*dataset_batch_fn)(const struct intrus_src_batch *src,
-                                               const struct intrus_tgt_batch *tgt, void *user,
-                                               struct intrus_error *err);
+                                               const struct intrus_tgt_batch *tgt, long index,
+                                               void *user, struct intrus_error *err);
 enum intrus_status dataset_valid_batches(struct dataset *d, intrus_ctx *ctx, uint64_t seed,
-                                         int sentences, long max_tokens, dataset_batch_fn fn,
+                                         int sentences, long max_tokens,
+                                         struct dataset_share share, dataset_batch_fn fn,
                                          void *user, struct intrus_error *err);
 
 /* ---- data.kind = "images" (dataset_images.c) -------------------------------------- */
@@ -138,8 +144,8 @@ void dataset_images_free(struct dataset *d);
 void dataset_images_train_batch(struct dataset *d, intrus_ctx *ctx, long step,
                                 struct intrus_src_batch *src, struct intrus_tgt_batch *tgt);
 enum intrus_status dataset_images_valid_batches(struct dataset *d, intrus_ctx *ctx,
-                                                dataset_batch_fn fn, void *user,
-                                                struct intrus_error *err);
+                                                struct dataset_share share, dataset_batch_fn fn,
+                                                void *user, struct intrus_error *err);
 /* The raw references of split's n_images images: refs[0..*nrefs) each an array of
  * n_images malloc'd lines (dataset_lines_free), from SPLIT.TGT or SPLIT.TGT.K. */
 enum intrus_status dataset_images_references(const struct dataset *d, const char *split,

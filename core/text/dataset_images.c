@@ -413,16 +413,32 @@ done:
 
 /* ---- batches ------------------------------------------------------------------------ */
 
-static const struct image_split *sort_split;
-static int cmp_pairs(const void *a, const void *b) {
-  const struct image_split *s = sort_split;
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  int ix = s->image[x], iy = s->image[y];
-  if (s->h[ix] != s->h[iy]) return s->h[ix] < s->h[iy] ? -1 : 1;
-  if (s->w[ix] != s->w[iy]) return s->w[ix] < s->w[iy] ? -1 : 1;
-  int64_t lx = s->off[x + 1] - s->off[x], ly = s->off[y + 1] - s->off[y];
-  if (lx != ly) return lx < ly ? -1 : 1;
-  return (x > y) - (x < y);
+/* Pairs sort by image height, width, target length, then index: a key per pair, so the
+ * comparison needs no pointer to the split (qsort passes none). */
+struct pair_key {
+  int h, w;
+  int64_t len;
+  int32_t idx;
+};
+
+static int cmp_keys(const void *a, const void *b) {
+  const struct pair_key *x = a, *y = b;
+  if (x->h != y->h) return x->h < y->h ? -1 : 1;
+  if (x->w != y->w) return x->w < y->w ? -1 : 1;
+  if (x->len != y->len) return x->len < y->len ? -1 : 1;
+  return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Sorts the pair indices idx[0..n) by their keys; keys has room for n. */
+static void sort_pairs(const struct image_split *s, int32_t *idx, size_t n,
+                       struct pair_key *keys) {
+  for (size_t k = 0; k < n; k++) {
+    int32_t x = idx[k];
+    int im = s->image[x];
+    keys[k] = (struct pair_key){s->h[im], s->w[im], s->off[x + 1] - s->off[x], x};
+  }
+  qsort(keys, n, sizeof *keys, cmp_keys);
+  for (size_t k = 0; k < n; k++) idx[k] = keys[k].idx;
 }
 
 /* Cuts order[0..n) (sorted) greedily into batches within the pixel and token budgets;
@@ -474,8 +490,10 @@ static void make_epoch(struct dataset *d, struct image_split *s, uint64_t e) {
   struct intrus_rng rng;
   intrus_rng_seed(&rng, intrus_hash64(d->img_seed ^ 0x696d616765ULL, e));
   shuffle(perm, n, &rng);
-  sort_split = s;
-  for (size_t w = 0; w < n; w += 1000) qsort(perm + w, n - w < 1000 ? n - w : 1000, sizeof *perm, cmp_pairs);
+  struct pair_key *keys = malloc((n < 1000 ? (n ? n : 1) : 1000) * sizeof *keys);
+  INTRUS_CHECK(keys, "out of memory for %zu image pairs", n);
+  for (size_t w = 0; w < n; w += 1000) sort_pairs(s, perm + w, n - w < 1000 ? n - w : 1000, keys);
+  free(keys);
   size_t nb = cut_batches(s, perm, n, d->batch_pixels, d->img_batch_tokens, s->start);
   /* Shuffle the batches, not their contents. */
   int32_t *bo = malloc((nb ? nb : 1) * sizeof *bo);
@@ -558,25 +576,28 @@ static size_t eval_batches(const struct dataset *d, const struct image_split *s,
   *start = malloc((n + 1) * sizeof **start);
   INTRUS_CHECK(*order && *start, "out of memory");
   for (size_t i = 0; i < n; i++) (*order)[i] = (int32_t)i;
-  sort_split = s;
-  qsort(*order, n, sizeof **order, cmp_pairs);
+  struct pair_key *keys = malloc((n ? n : 1) * sizeof *keys);
+  INTRUS_CHECK(keys, "out of memory");
+  sort_pairs(s, *order, n, keys);
+  free(keys);
   return cut_batches(s, *order, n, d->batch_pixels, d->img_batch_tokens > 0 ? d->img_batch_tokens : 1L << 30, *start);
 }
 
 enum intrus_status dataset_images_valid_batches(struct dataset *d, intrus_ctx *ctx,
-                                                dataset_batch_fn fn, void *user,
-                                                struct intrus_error *err) {
+                                                struct dataset_share share, dataset_batch_fn fn,
+                                                void *user, struct intrus_error *err) {
   const struct image_split *s = d->img_valid;
   int32_t *order;
   size_t *start;
   size_t nb = eval_batches(d, s, s->n, &order, &start);
   enum intrus_status st = INTRUS_OK;
   for (size_t b = 0; b < nb && !st; b++) {
+    if ((long)b % share.every != share.first) continue;
     struct intrus_src_batch src;
     struct intrus_tgt_batch tgt;
     intrus_ctx_reset(ctx);
     fill_batch(d, s, ctx, order + start[b], (int)(start[b + 1] - start[b]), &src, &tgt);
-    st = fn(&src, &tgt, user, err);
+    st = fn(&src, &tgt, (long)b, user, err);
   }
   free(order);
   free(start);

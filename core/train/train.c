@@ -94,29 +94,23 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
 
 struct valid_acc {
   struct intrus_model *m;
-  long index;                       /* the validation batch at hand, counted on every rank */
   intrus_ctx *ctx, *scratch;
   const struct ins_train_spec *ins; /* insertion models: the validation policy */
   uint64_t seed;
-  long batches;
   struct intrus_train_opts opts;
   double sum;
   long tokens;
 };
 
+/* Data-parallel: rank r scores batches r, r + N, ...; a batch's seed is its index's. */
 static enum intrus_status valid_batch(const struct intrus_src_batch *src,
-                                      const struct intrus_tgt_batch *tgt, void *user,
+                                      const struct intrus_tgt_batch *tgt, long index, void *user,
                                       struct intrus_error *err) {
   struct valid_acc *a = user;
-  /* Data-parallel: rank r scores batches r, r + N, ...; the seeds stay the batch's. */
-  if (a->index++ % dist_size() != dist_rank()) {
-    a->batches++;
-    return INTRUS_OK;
-  }
   struct intrus_loss_out out;
   enum intrus_status st =
       a->ins ? ins_train_loss(a->m, a->ctx, a->scratch, src, tgt, a->ins,
-                              intrus_hash64(a->seed ^ 0x7a11dULL, (uint64_t)a->batches++), &out,
+                              intrus_hash64(a->seed ^ 0x7a11dULL, (uint64_t)index), &out,
                               err)
              : intrus_model_loss(a->m, a->ctx, src, tgt, &a->opts, &out, err);
   if (st) return st;
@@ -136,7 +130,8 @@ static enum intrus_status validate(struct intrus_model *m, intrus_ctx *ctx, intr
   intrus_ctx_set_training(ctx, false);
   intrus_ctx_set_grad(ctx, false);
   enum intrus_status st =
-      dataset_valid_batches(d, ctx, seed, t->batch, t->batch_tokens, valid_batch, &a, err);
+      dataset_valid_batches(d, ctx, seed, t->batch, t->batch_tokens,
+                            (struct dataset_share){dist_size(), dist_rank()}, valid_batch, &a, err);
   intrus_ctx_set_grad(ctx, true);
   if ((st = dist_agree(st, err))) return st;
   double sums[2] = {a.sum, (double)a.tokens};
@@ -477,13 +472,12 @@ static void trainer_share(struct trainer *t) {
   t->ps = s.ps;
 }
 
-/* Every rank must train the same experiment: a hash of the settings training depends
- * on (seed, data, model, train, search, eval), compared across the ranks. */
+/* Every rank must train the same experiment: its results fingerprint, compared across
+ * the ranks. */
 static enum intrus_status check_same_config(struct intrus_config *cfg, struct intrus_error *err) {
   const int N = dist_size();
   if (N == 1) return INTRUS_OK;
-  static const char *const paths[] = {"seed", "data", "model", "train", "search", "eval"};
-  uint64_t mine = intrus_config_fingerprint(cfg, paths, sizeof paths / sizeof *paths);
+  uint64_t mine = intrus_config_results_fingerprint(cfg);
   uint64_t *all = malloc((size_t)N * sizeof *all);
   if (!all) abort(); /* a few bytes per rank; and every rank must reach the gather */
   dist_gather_u64(mine, all);

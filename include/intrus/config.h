@@ -40,6 +40,10 @@ enum intrus_status intrus_config_write(const struct intrus_config *c, const char
  * "model"), independent of formatting and comments; missing paths hash as absent. */
 uint64_t intrus_config_fingerprint(const struct intrus_config *c, const char *const *paths,
                                    size_t npaths);
+/* The fingerprint of every setting an experiment's results depend on (seed, data,
+ * model, train, search, eval; not its name or plugin path): what `intrus run` records
+ * in results.json and what the ranks of a distributed run must agree on. */
+uint64_t intrus_config_results_fingerprint(const struct intrus_config *c);
 
 /* Dotted path of a group ("model.encoder"; "" for the root) and its line. */
 const char *intrus_cfg_path(const intrus_cfg *g);
