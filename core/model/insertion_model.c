@@ -1,10 +1,22 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "intrus/nn.h"
 #include "intrus/rng.h"
 #include "insertion_model.h"
+
+/* Nanoseconds in trajectories(); atomic, as two models may train in two threads. */
+static _Atomic long long order_ns;
+
+double ins_train_order_seconds(void) { return 1e-9 * (double)order_ns; }
+
+static long long mono_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
 
 /* ---- the model as a scorer of states ------------------------------------------ */
 
@@ -273,6 +285,7 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
   ob.need = need;
   struct intrus_ins_step *steps =
       intrus_ctx_alloc(ctx, (size_t)(off[B] ? off[B] : 1) * sizeof *steps);
+  const long long t0 = mono_ns();
   if (spec->order->needs_model(spec->order_self)) {
     struct ins_model_scorer sc;
     st = ins_scorer_open(&sc, m, scratch, src, err);
@@ -281,6 +294,7 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
   } else {
     st = spec->order->trajectories(spec->order_self, &ob, NULL, steps, err);
   }
+  order_ns += mono_ns() - t0;
   if (st) return st;
   int *sent = intrus_ctx_alloc(ctx, (size_t)nstates * sizeof *sent);
   int *soff = intrus_ctx_alloc(ctx, (size_t)(nstates + 1) * sizeof *soff);

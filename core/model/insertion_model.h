@@ -65,5 +65,9 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
 /* How many states ins_train_loss trains on for targets of these lengths (the loss is
  * their mean). */
 long ins_train_states(const struct ins_train_spec *spec, const int *lens, int count);
+/* Wall seconds spent so far in order policies' trajectories() by ins_train_loss and
+ * ins_train_loss_at, all threads' calls together: the sampling pass of a model-sampled
+ * order, timed inside the steps it belongs to (the benchmarks' measure of it). */
+double ins_train_order_seconds(void);
 
 #endif
