@@ -236,7 +236,12 @@ intrus_tensor *intrus_attention(intrus_ctx *ctx, intrus_tensor *q, intrus_tensor
   const int32_t thr = (int32_t)ceilf(dropout * 16777216.0f);
   const float keep_scale = out->fp[FP_KEEP_SCALE];
   const long nwork = (long)nblocks * H;
-  OMP_FOR_DYNAMIC(np * Dh / 64)
+  /* np * Dh multiply-adds per product kind: threads take pieces from 2^18 of them on.
+   * Below that the region stays serial, and a piece's product of 2^18 or more would be
+   * cut across the threads by intrus_gemm instead, each half an OpenBLAS call (at
+   * batch 1, beam 4 the beam's cross-attention was such a product from L = 31 on and
+   * decoding ran 1.4x slower for it). */
+  OMP_FOR_DYNAMIC(np * Dh / 8)
   for (long w = 0; w < nwork; w++) {
     const struct attn_block *bk = &block[w / H];
     const int h = (int)(w % H), rows = bk->rows, klen = bk->klen;
