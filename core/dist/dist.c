@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "dist/dist.h"
+#include "base/clock.h"
 
 #ifdef HAVE_MPI
 #include <mpi.h>
@@ -127,25 +128,18 @@ enum intrus_status dist_agree(enum intrus_status st, struct intrus_error *err) {
 #endif
 }
 
-#ifdef HAVE_MPI
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-#endif
 
 void dist_sum_floats(float *x, size_t n) {
   if (g_size == 1) return;
 #ifdef HAVE_MPI
-  double t = now_s();
+  double t = mono_s();
   /* MPI counts are ints: sum in pieces of at most 2^30 floats. */
   for (size_t off = 0; off < n;) {
     size_t k = n - off < (1u << 30) ? n - off : (1u << 30);
     MPI_Allreduce(MPI_IN_PLACE, x + off, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     off += k;
   }
-  g_sum_s += now_s() - t;
+  g_sum_s += mono_s() - t;
 #else
   (void)x;
   (void)n;

@@ -6,17 +6,13 @@
 #include "intrus/nn.h"
 #include "intrus/rng.h"
 #include "insertion_model.h"
+#include "base/clock.h"
 
 /* Nanoseconds in trajectories(); atomic, as two models may train in two threads. */
 static _Atomic long long order_ns;
 
 double ins_train_order_seconds(void) { return 1e-9 * (double)order_ns; }
 
-static long long mono_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
-}
 
 /* ---- the model as a scorer of states ------------------------------------------ */
 

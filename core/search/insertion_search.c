@@ -37,6 +37,7 @@
 #include "insertion_search_internal.h"
 #include "search_cut.h"
 #include "base/xalloc.h"
+#include "base/clock.h"
 
 /* Per normalisation step, how far above 1 a float distribution from a scorer may sum;
  * keeps the early stop a proof rather than a float coincidence. */
@@ -61,11 +62,6 @@ struct cand {
 };
 
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* The total order of candidates: higher score first, then the smaller (parent, slot,
  * token), so the result does not depend on the order slots were scored in. */
@@ -447,9 +443,9 @@ static enum intrus_status search_step(struct search *X, int t, bool *more,
   *more = false;
   if (count == 0) return INTRUS_OK;
   struct intrus_ins_states states = {count, X->st_sent, X->st_off, X->st_tok};
-  double t0 = now_s();
+  double t0 = mono_s();
   enum intrus_status st = sc->positions(sc->user, &states, X->pos, err);
-  *pos_s += now_s() - t0;
+  *pos_s += mono_s() - t0;
   if (st) return st;
   if (stats) stats->states += count;
 
@@ -481,9 +477,9 @@ static enum intrus_status search_step(struct search *X, int t, bool *more,
       if (!collect(X, b, t) && X->nreq == before) S->slots_finished = true;
     }
     if (X->nreq == 0) break;
-    t0 = now_s();
+    t0 = mono_s();
     st = sc->tokens(sc->user, X->nreq, X->req_state, X->req_slot, X->tok_logp, err);
-    *tok_s += now_s() - t0;
+    *tok_s += mono_s() - t0;
     if (st) return st;
     if (stats) stats->slots_scored += X->nreq;
     /* collect() adds each sentence's requests in one run, and sentences share nothing,
@@ -530,7 +526,7 @@ enum intrus_status intrus_ins_beam_search(const struct intrus_ins_scorer *sc, in
                             nsent, o.beam, (double)o.alpha, sc->vocab);
   if (nsent == 0) return INTRUS_OK;
   memset(out, 0, (size_t)nsent * sizeof *out);
-  double start = now_s(), pos_s = 0.0, tok_s = 0.0;
+  double start = mono_s(), pos_s = 0.0, tok_s = 0.0;
   struct search X = {.sc = sc, .K = o.beam, .V = sc->vocab, .nsent = nsent,
                      .prune = o.prune, .alpha = o.alpha, .min_len = o.min_len,
                      .finish_in_beam = o.finish_in_beam, .canonical = o.canonical};
@@ -553,7 +549,7 @@ enum intrus_status intrus_ins_beam_search(const struct intrus_ins_scorer *sc, in
   if (stats) {
     stats->positions_s += pos_s;
     stats->tokens_s += tok_s;
-    stats->select_s += now_s() - start - pos_s - tok_s;
+    stats->select_s += mono_s() - start - pos_s - tok_s;
   }
   return st;
 }

@@ -151,12 +151,16 @@ struct decode_job {
   FILE *progress;
 };
 
-/* Decodes one batch; sentence k of it is input line map[idx[k]] (map NULL: idx[k]). */
+/* The input line of a batch's sentence k: map[idx[k]], or idx[k] without a map. */
+static inline size_t batch_line(const int32_t *idx, const size_t *map, int k) {
+  return map ? map[idx[k]] : (size_t)idx[k];
+}
+
+/* Decodes one batch; sentence k of it is input line batch_line(idx, map, k). */
 static enum intrus_status decode_batch(struct decode_job *j, const struct intrus_src_batch *sb,
                                        const int32_t *idx, const size_t *map,
                                        struct intrus_error *err) {
   const int count = sb->batch;
-#define line(k) (map ? map[idx[k]] : (size_t)idx[k])
   enum intrus_status st;
   if (intrus_model_is_insertion(j->model)) {
     struct intrus_ins_hyp *h = calloc((size_t)count, sizeof *h);
@@ -164,9 +168,9 @@ static enum intrus_status decode_batch(struct decode_job *j, const struct intrus
     st = insertion_batch(j->model, j->scratch, sb, j->beam, h, &j->stats, err);
     for (int k = 0; k < count && !st; k++) {
       dataset_detok(j->data, h[k].tokens, h[k].len, false, &j->s);
-      j->res[line(k)] = strdup(j->s.s ? j->s.s : "");
+      j->res[batch_line(idx, map, k)] = strdup(j->s.s ? j->s.s : "");
       if (j->traj) {
-        j->traj[line(k)] = h[k];
+        j->traj[batch_line(idx, map, k)] = h[k];
         memset(&h[k], 0, sizeof h[k]);
       }
     }
@@ -179,12 +183,11 @@ static enum intrus_status decode_batch(struct decode_job *j, const struct intrus
     st = intrus_beam_search(j->model, j->ctx, sb, j->beam, r, err);
     for (int k = 0; k < count && !st; k++) {
       dataset_detok(j->data, r[k].tokens, r[k].len, reverse, &j->s);
-      j->res[line(k)] = strdup(j->s.s ? j->s.s : "");
+      j->res[batch_line(idx, map, k)] = strdup(j->s.s ? j->s.s : "");
     }
     for (int k = 0; k < count; k++) free(r[k].tokens);
     free(r);
   }
-#undef line
   if (st) return st;
   j->done += (size_t)count;
   if (j->progress && (time(NULL) - j->last >= 10 || j->done == j->n)) {
