@@ -204,6 +204,52 @@ static void test_restart_and_plateau(const char *cfg) {
   free(first);
 }
 
+/* A phase's own lr and warm-up replace train.lr and train.warmup while it runs: the
+ * learning rate train.log shows at each logged step is the schedule of that step's
+ * phase (counted from the restart when the phase restarts the optimizer). */
+static void test_phase_lr(const char *cfg) {
+  char *text = with_phases(
+      cfg, "phases = ({ name = \"a\"; order = { plugin = \"uniform\"; }; loss = \"uniform\"; "
+           "steps = 60; }, { name = \"b\"; order = { plugin = \"sampled\"; }; steps = 40; "
+           "lr = 0.006; warmup = 0; }, { name = \"c\"; order = { plugin = \"sampled\"; }; "
+           "steps = 20; warmup = 8; restart_optimizer = true; });");
+  char *t2 = test_replace(text, "log_every = 50;", "log_every = 10;");
+  struct test_losses tr = {0};
+  struct intrus_train_result res;
+  struct intrus_error err = {0};
+  enum intrus_status st = test_train_text(t2, "phase-lr", 0, &tr, &res, &err);
+  EXPECT(st == INTRUS_OK && res.steps_done == 120, "%s (%ld steps)", err.msg, res.steps_done);
+  char path[600];
+  snprintf(path, sizeof path, "%s/phase-lr/train.log", test_tmpdir);
+  FILE *f = fopen(path, "r");
+  EXPECT(f != NULL, "no %s", path);
+  char line[512];
+  int rows = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    long step;
+    double loss, lr;
+    if (sscanf(line, "%ld\t%lf\t%lf", &step, &loss, &lr) != 3) continue;
+    /* the row of step s logs the rate of its last update, step s - 1 counted from 0 */
+    double want;
+    long k = step - 1;
+    if (step <= 60) want = 3e-3 * fmin(sqrt(50.0 / (k + 1)), (k + 1) / 50.0);
+    else if (step <= 100) want = 0.006;
+    else want = 3e-3 * fmin(sqrt(8.0 / (k - 100 + 1)), (k - 100 + 1) / 8.0);
+    EXPECT(fabs(lr - want) <= 1e-5 * want, "step %ld: lr %g, expected %g", step, lr, want);
+    rows++;
+  }
+  if (f) fclose(f);
+  EXPECT(rows == 12, "%d logged rows", rows);
+  free(text);
+  free(t2);
+  /* a negative phase lr is an error naming the setting */
+  char *bad = test_replace(cfg, "loss = \"main\";", "loss = \"main\"; lr = -1.0;");
+  EXPECT(test_train_text(bad, "phase-lr-bad", 0, &tr, &res, &err) == INTRUS_ERR_CONFIG,
+         "a negative phase lr accepted");
+  EXPECT_CONTAINS(err.msg, "lr");
+  free(bad);
+}
+
 /* Exhaustive search over every string of up to 3 tokens (8 real tokens: 585 strings),
  * summing over all insertion paths, on an untrained model (spread-out distributions). */
 #define EX_MAX 3
@@ -740,6 +786,7 @@ int main(void) {
   test_states_some(cfg);
   test_phases_resume(cfg);
   test_restart_and_plateau(cfg);
+  test_phase_lr(cfg);
   test_policies(cfg);
   free(cfg);
   test_remove_tmpdir();

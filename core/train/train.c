@@ -18,6 +18,7 @@
 #include "run_dir.h"
 #include "search/translate.h"
 #include "dist/dist.h"
+#include "base/clock.h"
 
 struct train_cfg {
   long steps, log_every, valid_every, checkpoint_every, batch_tokens, valid_bleu;
@@ -30,11 +31,6 @@ struct train_cfg {
   struct intrus_adam adam;
 };
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t,
                                      struct intrus_error *err) {
@@ -299,6 +295,7 @@ struct trainer {
   double train_before, valid_time, t0;
   /* The progress window since the last log row. */
   double window_t, loss_sum;
+  double last_lr;                /* the learning rate of the last update, for the log */
   long tokens_total, window_tokens, window_steps;
 };
 
@@ -439,7 +436,7 @@ static enum intrus_status trainer_start(struct trainer *t, struct intrus_config 
   if (t->opt->max_steps > 0 && t->opt->max_steps < t->stop) t->stop = t->opt->max_steps;
   /* -n below the step already reached: nothing to train (never a range like 5..3). */
   if (t->stop < t->step) t->stop = t->step;
-  t->t0 = t->window_t = now_s();
+  t->t0 = t->window_t = mono_s();
   if (t->opt->progress && t->stop > t->step) {
     fprintf(t->opt->progress, "training %s: %zu parameters, steps %ld..%ld", t->name,
             intrus_params_numel(t->params), t->step + 1, t->stop);
@@ -614,6 +611,17 @@ static enum intrus_status step_local(struct trainer *t, double *sum, long *token
   return INTRUS_OK;
 }
 
+/* Adam's settings for the current phase: train's, with the phase's own lr and warm-up. */
+static struct intrus_adam phase_adam(const struct trainer *t) {
+  struct intrus_adam a = t->tc.adam;
+  if (t->ph.count && t->ps.cur < t->ph.count) {
+    const struct train_phase *p = &t->ph.phase[t->ps.cur];
+    if (p->has_lr) a.base_lr = (float)p->lr;
+    if (p->has_warmup) a.warmup = (int)p->warmup;
+  }
+  return a;
+}
+
 /* One optimizer step on the step's batch; *loss is its training loss. Collective: the
  * ranks agree that each computed its share, sum the gradients and take the same step. */
 static enum intrus_status trainer_step(struct trainer *t, double *loss, struct intrus_error *err) {
@@ -627,7 +635,10 @@ static enum intrus_status trainer_step(struct trainer *t, double *loss, struct i
     dist_sum_doubles(sums, 2);
     tokens = (long)sums[1];
   }
-  intrus_adam_step(t->params, &t->tc.adam, t->step - t->ps.sched_start);
+  /* The phase is that of this step: it advances only after the step is logged. */
+  struct intrus_adam adam = phase_adam(t);
+  intrus_adam_step(t->params, &adam, t->step - t->ps.sched_start);
+  t->last_lr = intrus_lr_at(&adam, t->step - t->ps.sched_start);
   *loss = sums[0];
   if (!isfinite(*loss))
     return intrus_error_set(err, INTRUS_ERR_INVALID,
@@ -647,9 +658,9 @@ static void trainer_log(struct trainer *t, bool validated, double vloss, double 
                         bool new_best, double train_s) {
   const struct intrus_train_options *opt = t->opt;
   long step = t->step;
-  double now = now_s(), tps = t->window_tokens / fmax(now - t->window_t, 1e-9);
+  double now = mono_s(), tps = t->window_tokens / fmax(now - t->window_t, 1e-9);
   double loss = t->loss_sum / t->window_steps;
-  double lr = intrus_lr_at(&t->tc.adam, step - 1 - t->ps.sched_start);
+  double lr = t->last_lr;
   char eta[32];
   format_eta(eta, sizeof eta, (t->stop - step) * (now - t->t0) / (double)(step - t->res->resumed_from));
   if (opt->progress) {
@@ -680,7 +691,7 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
   const struct train_cfg *tc = &t->tc;
   bool validate_now = step % tc->valid_every == 0 || step == t->stop;
   bool bleu_now = validate_now && (step % tc->bleu_every == 0 || step == t->stop);
-  double vloss = NAN, vbleu = NAN, tv = now_s();
+  double vloss = NAN, vbleu = NAN, tv = mono_s();
   enum intrus_status st;
   if (validate_now &&
       (st = validate(t->model, t->ctx, t->scratch, &t->ph, &t->data, tc, (uint64_t)t->seed,
@@ -707,8 +718,8 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
   /* The score best.ckpt and the plateau rule follow: BLEU where it is measured at all
    * (validations without it then leave both alone), else minus the loss. */
   double vscore = !validate_now ? NAN : bleu_measured(&t->data, tc) ? vbleu : -vloss;
-  t->valid_time += now_s() - tv;
-  double train_s = t->train_before + now_s() - t->t0 - t->valid_time;
+  t->valid_time += mono_s() - tv;
+  double train_s = t->train_before + mono_s() - t->t0 - t->valid_time;
   bool new_best = false;
   if (!isnan(vscore) && vscore > t->best) {
     t->best = vscore;
@@ -788,7 +799,7 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
     if ((st = trainer_after_step(&t, err))) goto done;
   }
   res->steps_done = t.step;
-  res->seconds = now_s() - t.t0;
+  res->seconds = mono_s() - t.t0;
   res->ranks = dist_size();
   res->sum_seconds = dist_sum_seconds() - sum_s0;
   res->tokens_per_s = t.tokens_total / fmax(res->seconds, 1e-9);

@@ -32,6 +32,11 @@ struct train_phase {
   bool plateau;
   int patience;
   bool restart_optimizer;
+  /* The phase's own peak learning rate and warm-up, when it gives them (has_*); otherwise
+   * train.lr and train.warmup. */
+  bool has_lr, has_warmup;
+  double lr;
+  long warmup;
 };
 
 struct train_phases {
