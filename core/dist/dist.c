@@ -128,7 +128,6 @@ enum intrus_status dist_agree(enum intrus_status st, struct intrus_error *err) {
 #endif
 }
 
-
 void dist_sum_floats(float *x, size_t n) {
   if (g_size == 1) return;
 #ifdef HAVE_MPI

@@ -1,7 +1,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "intrus/nn.h"
 #include "intrus/rng.h"
@@ -12,7 +11,6 @@
 static _Atomic long long order_ns;
 
 double ins_train_order_seconds(void) { return 1e-9 * (double)order_ns; }
-
 
 /* ---- the model as a scorer of states ------------------------------------------ */
 

@@ -30,7 +30,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "intrus/insertion.h"
 #include "intrus/plugin.h"
@@ -60,8 +59,6 @@ struct cand {
   int h, slot;
   int32_t token;
 };
-
-
 
 /* The total order of candidates: higher score first, then the smaller (parent, slot,
  * token), so the result does not depend on the order slots were scored in. */

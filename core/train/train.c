@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "intrus/checkpoint.h"
@@ -30,7 +29,6 @@ struct train_cfg {
   float label_smoothing;
   struct intrus_adam adam;
 };
-
 
 static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t,
                                      struct intrus_error *err) {

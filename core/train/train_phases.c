@@ -62,9 +62,9 @@ enum intrus_status train_phases_read(const intrus_cfg *train,
         (st = intrus_cfg_bool(g, "restart_optimizer", false, &p->restart_optimizer, err)) ||
         (which == 2 &&
          (st = intrus_cfg_int_range(g, "per_sentence", 4, 1, 1 << 20, &per_sentence, err))) ||
-        (intrus_cfg_has(g, "lr") &&
+        ((p->has_lr = intrus_cfg_has(g, "lr")) &&
          (st = intrus_cfg_double_range(g, "lr", 0.0, 0.0, 10.0, &lr, err))) ||
-        (intrus_cfg_has(g, "warmup") &&
+        ((p->has_warmup = intrus_cfg_has(g, "warmup")) &&
          (st = intrus_cfg_int_range(g, "warmup", 0, 0, 1LL << 40, &warmup, err))) ||
         (which != 2 && intrus_cfg_has(g, "per_sentence") &&
          (st = intrus_cfg_error(g, "per_sentence", err,
@@ -73,8 +73,6 @@ enum intrus_status train_phases_read(const intrus_cfg *train,
       train_phases_free(out);
       return st;
     }
-    p->has_lr = intrus_cfg_has(g, "lr");
-    p->has_warmup = intrus_cfg_has(g, "warmup");
     p->lr = lr;
     p->warmup = (long)warmup;
     p->spec.per_sentence = which == 2 ? (int)per_sentence : 1;
