@@ -293,6 +293,11 @@ struct trainer {
   double train_before, valid_time, t0;
   /* The progress window since the last log row. */
   double window_t, loss_sum;
+  /* Where the progress line's rate is measured from: the start of this process or of
+   * the phase, whichever is later (phases cost differently per step: INTRUS's sampled
+   * steps about 4 times its pretraining steps). */
+  long eta_step0;
+  double eta_t0;
   double last_lr;                /* the learning rate of the last update, for the log */
   long tokens_total, window_tokens, window_steps;
 };
@@ -434,7 +439,8 @@ static enum intrus_status trainer_start(struct trainer *t, struct intrus_config 
   if (t->opt->max_steps > 0 && t->opt->max_steps < t->stop) t->stop = t->opt->max_steps;
   /* -n below the step already reached: nothing to train (never a range like 5..3). */
   if (t->stop < t->step) t->stop = t->step;
-  t->t0 = t->window_t = mono_s();
+  t->t0 = t->window_t = t->eta_t0 = mono_s();
+  t->eta_step0 = t->step;
   if (t->opt->progress && t->stop > t->step) {
     fprintf(t->opt->progress, "training %s: %zu parameters, steps %ld..%ld", t->name,
             intrus_params_numel(t->params), t->step + 1, t->stop);
@@ -660,11 +666,22 @@ static void trainer_log(struct trainer *t, bool validated, double vloss, double 
   double loss = t->loss_sum / t->window_steps;
   double lr = t->last_lr;
   char eta[32];
-  format_eta(eta, sizeof eta, (t->stop - step) * (now - t->t0) / (double)(step - t->res->resumed_from));
+  /* The ETA covers the phase at hand, at its own speed; the steps of later phases are
+   * named, not timed: how fast they run is not known before they start. */
+  long phase_end = t->stop, later = 0;
+  if (t->ph.count && t->ps.cur < t->ph.count) {
+    phase_end = t->ps.start + t->ph.phase[t->ps.cur].steps;
+    if (phase_end > t->stop) phase_end = t->stop;
+    for (long j = t->ps.cur + 1; j < t->ph.count; j++) later += t->ph.phase[j].steps;
+    if (later > t->stop - phase_end) later = t->stop - phase_end;
+  }
+  format_eta(eta, sizeof eta,
+             (phase_end - step) * (now - t->eta_t0) / (double)(step - t->eta_step0));
   if (opt->progress) {
     fprintf(opt->progress, "step %ld/%ld  ", step, t->stop);
     if (t->ph.count) fprintf(opt->progress, "[%s]  ", t->ph.phase[t->ps.cur].name);
     fprintf(opt->progress, "loss %.4f  lr %.2e  %.0f tok/s  ETA %s", loss, lr, tps, eta);
+    if (later > 0) fprintf(opt->progress, " (+%ld steps of later phases)", later);
     if (validated) fprintf(opt->progress, "  valid %.4f", vloss);
     if (!isnan(vbleu)) fprintf(opt->progress, "  BLEU %.2f", vbleu);
     if (new_best) fprintf(opt->progress, "  (best)");
@@ -730,9 +747,11 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
     t->res->valid_loss = vloss;
     t->res->valid_bleu = vbleu;
   }
-  if (t->ph.count && advance_phase(&t->ph, &t->ps, step, vscore, t->params, t->opt->progress) &&
-      t->ps.cur >= t->ph.count)
-    t->stop = step;
+  if (t->ph.count && advance_phase(&t->ph, &t->ps, step, vscore, t->params, t->opt->progress)) {
+    if (t->ps.cur >= t->ph.count) t->stop = step;
+    t->eta_step0 = step;
+    t->eta_t0 = mono_s();
+  }
   /* Checkpoints: rank 0 writes them; the others learn whether it could. */
   st = INTRUS_OK;
   if (lead && new_best)
