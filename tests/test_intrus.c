@@ -207,6 +207,43 @@ static void test_restart_and_plateau(const char *cfg) {
 /* A phase's own lr and warm-up replace train.lr and train.warmup while it runs: the
  * learning rate train.log shows at each logged step is the schedule of that step's
  * phase (counted from the restart when the phase restarts the optimizer). */
+/* The progress line's ETA times the phase at hand only and names the later phases'
+ * steps: the last step of a phase has nothing left of it (0:00:00), whatever comes
+ * after. */
+static void test_phase_eta(const char *text) {
+  struct intrus_error err = {0};
+  struct intrus_config *cfg = intrus_config_load_string(text, "toy.cfg", &err);
+  EXPECT(cfg != NULL, "%s", err.msg);
+  if (!cfg) return;
+  struct intrus_plugin_search *s = intrus_plugin_search_create();
+  intrus_plugin_search_add_defaults(s);
+  FILE *progress = tmpfile();
+  struct intrus_train_options opt = {.run_dir = test_tmp_path("phase-eta"), .search = s,
+                                     .progress = progress};
+  struct intrus_train_result res;
+  EXPECT(intrus_train(cfg, &opt, &res, &err) == INTRUS_OK, "%s", err.msg);
+  intrus_plugin_search_free(s);
+  intrus_config_free(cfg);
+  rewind(progress);
+  char line[512];
+  int seen = 0;
+  while (fgets(line, sizeof line, progress)) {
+    long step;
+    if (sscanf(line, "step %ld/", &step) != 1) continue;
+    const char *later = strstr(line, "(+");
+    long want = step <= 60 ? 60 : step <= 100 ? 20 : 0;
+    long got = later ? strtol(later + 2, NULL, 10) : 0;
+    EXPECT(got == want, "step %ld: %ld later steps named, expected %ld: %s", step, got, want,
+           line);
+    if (step == 60 || step == 100 || step == 120) {
+      EXPECT(strstr(line, "ETA 0:00:00") != NULL, "step %ld ends its phase: %s", step, line);
+      seen++;
+    }
+  }
+  EXPECT(seen == 3, "%d phase-ending progress lines", seen);
+  fclose(progress);
+}
+
 static void test_phase_lr(const char *cfg) {
   char *text = with_phases(
       cfg, "phases = ({ name = \"a\"; order = { plugin = \"uniform\"; }; loss = \"uniform\"; "
@@ -240,6 +277,7 @@ static void test_phase_lr(const char *cfg) {
   }
   if (f) fclose(f);
   EXPECT(rows == 12, "%d logged rows", rows);
+  test_phase_eta(t2);
   free(text);
   free(t2);
   /* a negative phase lr is an error naming the setting */
