@@ -295,7 +295,7 @@ struct trainer {
   double window_t, loss_sum;
   /* Where the progress line's rate is measured from: the start of this process or of
    * the phase, whichever is later (phases cost differently per step: INTRUS's sampled
-   * steps about 4 times its pretraining steps). */
+   * steps 3-4 times its pretraining steps). */
   long eta_step0;
   double eta_t0;
   double last_lr;                /* the learning rate of the last update, for the log */
