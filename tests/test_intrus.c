@@ -204,9 +204,6 @@ static void test_restart_and_plateau(const char *cfg) {
   free(first);
 }
 
-/* A phase's own lr and warm-up replace train.lr and train.warmup while it runs: the
- * learning rate train.log shows at each logged step is the schedule of that step's
- * phase (counted from the restart when the phase restarts the optimizer). */
 /* The progress line's ETA times the phase at hand only and names the later phases'
  * steps: the last step of a phase has nothing left of it (0:00:00), whatever comes
  * after. */
@@ -215,14 +212,16 @@ static void test_phase_eta(const char *text) {
   struct intrus_config *cfg = intrus_config_load_string(text, "toy.cfg", &err);
   EXPECT(cfg != NULL, "%s", err.msg);
   if (!cfg) return;
-  struct intrus_plugin_search *s = intrus_plugin_search_create();
-  intrus_plugin_search_add_defaults(s);
   FILE *progress = tmpfile();
-  struct intrus_train_options opt = {.run_dir = test_tmp_path("phase-eta"), .search = s,
-                                     .progress = progress};
+  EXPECT(progress != NULL, "no temporary file for the progress lines");
+  if (!progress) {
+    intrus_config_free(cfg);
+    return;
+  }
   struct intrus_train_result res;
-  EXPECT(intrus_train(cfg, &opt, &res, &err) == INTRUS_OK, "%s", err.msg);
-  intrus_plugin_search_free(s);
+  EXPECT(test_train_config_progress(cfg, "phase-eta", 0, NULL, NULL, progress, &res, &err) ==
+             INTRUS_OK,
+         "%s", err.msg);
   intrus_config_free(cfg);
   rewind(progress);
   char line[512];
@@ -244,6 +243,9 @@ static void test_phase_eta(const char *text) {
   fclose(progress);
 }
 
+/* A phase's own lr and warm-up replace train.lr and train.warmup while it runs: the
+ * learning rate train.log shows at each logged step is the schedule of that step's
+ * phase (counted from the restart when the phase restarts the optimizer). */
 static void test_phase_lr(const char *cfg) {
   char *text = with_phases(
       cfg, "phases = ({ name = \"a\"; order = { plugin = \"uniform\"; }; loss = \"uniform\"; "

@@ -295,21 +295,28 @@ static inline void test_record_loss(long step, double loss, void *user) {
 }
 
 /* Trains experiment cfg into the run directory test_tmpdir/run with the default plugin
- * search path, quietly, stopping after max_steps (0: no limit) and calling
- * on_step(step, loss, user) after every step. */
+ * search path, stopping after max_steps (0: no limit), calling on_step(step, loss, user)
+ * after every step (when given) and writing progress lines to progress (NULL: quietly). */
+static inline enum intrus_status test_train_config_progress(
+    struct intrus_config *cfg, const char *run, long max_steps,
+    void (*on_step)(long, double, void *), void *user, FILE *progress,
+    struct intrus_train_result *res, struct intrus_error *err) {
+  struct intrus_plugin_search *s = intrus_plugin_search_create();
+  intrus_plugin_search_add_defaults(s);
+  struct intrus_train_options opt = {.run_dir = test_tmp_path(run), .search = s,
+                                     .progress = progress, .max_steps = max_steps,
+                                     .on_step = on_step, .user = user};
+  enum intrus_status st = intrus_train(cfg, &opt, res, err);
+  intrus_plugin_search_free(s);
+  return st;
+}
+
 static inline enum intrus_status test_train_config(struct intrus_config *cfg, const char *run,
                                                    long max_steps,
                                                    void (*on_step)(long, double, void *),
                                                    void *user, struct intrus_train_result *res,
                                                    struct intrus_error *err) {
-  struct intrus_plugin_search *s = intrus_plugin_search_create();
-  intrus_plugin_search_add_defaults(s);
-  struct intrus_train_options opt = {.run_dir = test_tmp_path(run), .search = s,
-                                     .progress = NULL, .max_steps = max_steps,
-                                     .on_step = on_step, .user = user};
-  enum intrus_status st = intrus_train(cfg, &opt, res, err);
-  intrus_plugin_search_free(s);
-  return st;
+  return test_train_config_progress(cfg, run, max_steps, on_step, user, NULL, res, err);
 }
 
 /* test_train_config of the experiment text (named "toy.cfg" in messages), its losses
