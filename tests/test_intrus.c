@@ -726,6 +726,36 @@ static void test_states_some_draws(const char *cfg) {
   for (int k = 0; k <= N1; k++)
     EXPECT(seen[k] >= 5, "state %d of sentence 1 was drawn %d times in %d draws", k, seen[k],
            SEEDS * 4);
+  /* finish_state: min(K, n) distinct incomplete states and the complete one, always. */
+  for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++) {
+    int K = Ks[ki], bad = 0;
+    spec = ph.phase[0].spec;
+    spec.per_sentence = K;
+    spec.finish_state = true;
+    int k0 = K < N0 ? K : N0, k1 = K < N1 ? K : N1;
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+      SOME_LOSS(spec, seed * 104729, sum, count);
+      EXPECT(fabs(count - (k0 + 1 + k1 + 1)) < 1e-3,
+             "finish_state, per_sentence %d: %.4f states, not %d", K, count, k0 + k1 + 2);
+      double best = INFINITY;
+      for (int m0 = 0; m0 < 1 << N0; m0++) {
+        if (__builtin_popcount((unsigned)m0) != k0) continue;
+        double s0 = l0[N0];
+        for (int k = 0; k < N0; k++) s0 += m0 >> k & 1 ? l0[k] : 0.0;
+        for (int m1 = 0; m1 < 1 << N1; m1++) {
+          if (__builtin_popcount((unsigned)m1) != k1) continue;
+          double s1 = s0 + l1[N1];
+          for (int k = 0; k < N1; k++) s1 += m1 >> k & 1 ? l1[k] : 0.0;
+          best = fmin(best, fabs(s1 - sum));
+        }
+      }
+      if (!(best <= 1e-4 * fabs(sum))) bad++;
+    }
+    EXPECT(bad == 0,
+           "finish_state, per_sentence %d: %d of %d draws are not %d incomplete states and "
+           "the complete one",
+           K, bad, SEEDS, K);
+  }
   /* per_sentence >= n + 1 is "all", bit for bit; per_sentence = 1 is "one". */
   double sum_all, sum_k;
   spec = ph.phase[0].spec;
@@ -796,6 +826,9 @@ static void test_states_some(const char *cfg) {
       {"states = \"some\"; per_sentence = 0;", "per_sentence", "0"},
       {"states = \"some\"; per_sentence = -3;", "per_sentence", "-3"},
       {"states = \"some\"; per_sentence = \"two\";", "per_sentence", "per_sentence"},
+      {"states = \"all\"; finish_state = true;", "finish_state", "\"one\" or \"some\""},
+      {"finish_state = true;", "finish_state", "\"all\""},
+      {"states = \"one\"; finish_state = 1;", "finish_state", "finish_state"},
       {"states = \"sum\";", "states", "some"},
   };
   for (size_t j = 0; j < sizeof bad / sizeof *bad; j++) {

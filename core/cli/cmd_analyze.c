@@ -280,13 +280,16 @@ static int analyze_time(int argc, char **argv) {
 int intrus_cmd_analyze(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "order") == 0) return analyze_order(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "time") == 0) return analyze_time(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "states") == 0)
+    return intrus_analyze_states(argc - 1, argv + 1);
   if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
     printf("Usage: intrus analyze order ORDER.tsv... [options]   word classes by generation "
            "index\n       intrus analyze time TIMES.tsv -o OUT.png     decoding time by "
-           "output length\n(each has --help)\n");
+           "output length\n       intrus analyze states EXP.cfg -i SRC -r REF  an insertion "
+           "model's loss by state (k / n)\n(each has --help)\n");
     return INTRUS_EXIT_OK;
   }
-  fprintf(stderr, "intrus analyze: expected a subcommand: order or time ('intrus analyze "
-                  "--help')\n");
+  fprintf(stderr, "intrus analyze: expected a subcommand: order, time or states ('intrus "
+                  "analyze --help')\n");
   return INTRUS_EXIT_USAGE;
 }

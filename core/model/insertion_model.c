@@ -197,10 +197,12 @@ enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intru
   return ins_train_loss_at(m, ctx, scratch, src, tgt, 0, spec, seed, out, err);
 }
 
-/* States trained on for a target of n tokens: all n + 1, or per_sentence of them. */
+/* States trained on for a target of n tokens: all n + 1, or per_sentence of them (of
+ * the n incomplete ones, plus the complete one, with finish_state). */
 static int states_of(const struct ins_train_spec *spec, int n) {
-  const int want = spec->all_states || spec->per_sentence < 1 ? n + 1 : spec->per_sentence;
-  return want < n + 1 ? want : n + 1;
+  if (spec->all_states || spec->per_sentence < 1) return n + 1;
+  if (spec->finish_state) return (spec->per_sentence < n ? spec->per_sentence : n) + 1;
+  return spec->per_sentence < n + 1 ? spec->per_sentence : n + 1;
 }
 
 long ins_train_states(const struct ins_train_spec *spec, const int *lens, int count) {
@@ -245,22 +247,26 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
     if (npick[b] == n + 1) {
       for (int k = 0; k <= n; k++) pk[k] = k;
     } else {
-      /* The first draw is the one the single-state form always made. */
+      /* The first draw is the one the single-state form always made. With finish_state
+       * the draws are among the incomplete states 0..n-1 and the complete one follows. */
+      const int pool = spec->finish_state ? n : n + 1;
+      const int draws = spec->finish_state ? npick[b] - 1 : npick[b];
       struct intrus_rng r;
       intrus_rng_seed(&r, intrus_hash64(seed ^ 0x5eedf00dULL, (uint64_t)first + (uint64_t)b));
-      for (int k = 0; k <= n; k++) perm[k] = k;
-      for (int j = 0; j < npick[b]; j++) {
-        int u = j + (int)intrus_rng_below(&r, (uint64_t)(n + 1 - j)), tmp = perm[j];
+      for (int k = 0; k < pool; k++) perm[k] = k;
+      for (int j = 0; j < draws; j++) {
+        int u = j + (int)intrus_rng_below(&r, (uint64_t)(pool - j)), tmp = perm[j];
         perm[j] = perm[u];
         perm[u] = tmp;
         pk[j] = perm[j];
       }
-      for (int j = 1; j < npick[b]; j++) /* ascending: insertion sort of a few */
+      for (int j = 1; j < draws; j++) /* ascending: insertion sort of a few */
         for (int i = j; i > 0 && pk[i] < pk[i - 1]; i--) {
           int tmp = pk[i];
           pk[i] = pk[i - 1];
           pk[i - 1] = tmp;
         }
+      if (spec->finish_state) pk[draws] = n;
     }
     for (int j = 0; j < npick[b]; j++) {
       int k = pk[j];
@@ -272,10 +278,15 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
   }
   pick0[B] = (int)total_picks;
 
-  /* Trajectories only as far as the latest state trained on: with a few states per
-   * sentence, the model-sampled order skips the rest of each rollout. */
+  /* Trajectories only as far as the latest incomplete state trained on: with a few
+   * states per sentence, the model-sampled order skips the rest of each rollout, and the
+   * complete state is the target whatever the order. */
   int *need = intrus_ctx_alloc(ctx, (size_t)(B ? B : 1) * sizeof *need);
-  for (int b = 0; b < B; b++) need[b] = npick[b] ? picks[pick0[b + 1] - 1] : 0;
+  for (int b = 0; b < B; b++) {
+    need[b] = 0;
+    for (int j = pick0[b]; j < pick0[b + 1]; j++)
+      if (picks[j] < tgt->lens[b] && picks[j] > need[b]) need[b] = picks[j];
+  }
   ob.need = need;
   struct intrus_ins_step *steps =
       intrus_ctx_alloc(ctx, (size_t)(off[B] ? off[B] : 1) * sizeof *steps);
@@ -313,7 +324,7 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
     intrus_ins_replay_upto(steps + off[b], n, need[b], replay);
     for (int j = pick0[b]; j < pick0[b + 1]; j++, s++) {
       int k = picks[j];
-      const int32_t *part = replay + (size_t)k * n;
+      const int32_t *part = k == n ? y + off[b] : replay + (size_t)k * n;
       sent[s] = b;
       memcpy(stok + soff[s], part, (size_t)k * sizeof *stok);
       soff[s + 1] = soff[s] + k;

@@ -41,6 +41,9 @@ struct ins_train_spec {
   enum intrus_ins_loss_kind loss;
   bool all_states;      /* every state of each trajectory, or per_sentence random ones */
   int per_sentence;     /* without all_states: distinct states drawn per sentence (1) */
+  bool finish_state;    /* without all_states: the per_sentence states are drawn among the
+                           incomplete ones and the complete state (the finish decision) is
+                           trained as well */
   float label_smoothing; /* of the token terms (train.label_smoothing; 0 in validation) */
 };
 
@@ -69,5 +72,27 @@ long ins_train_states(const struct ins_train_spec *spec, const int *lens, int co
  * ins_train_loss_at, all threads' calls together: the sampling pass of a model-sampled
  * order, timed inside the steps it belongs to (the benchmarks' measure of it). */
 double ins_train_order_seconds(void);
+
+/* A uniformly random order of n target positions, perm[0..n): the position written
+ * first, second, ...; a function of (seed, key) alone. */
+void ins_uniform_order(uint64_t seed, uint64_t key, int n, int *perm);
+/* One state of a uniformly random order (ins_state_losses). */
+struct ins_state_loss {
+  int sent;          /* its sentence in the batch */
+  int k, n;          /* tokens already written, target length */
+  float loss;        /* -log of the summed p(i, c) of its correct insertions (canonical
+                        ones for a canonical model); at k == n, -log p(finish) */
+  float logp_finish; /* log p(finish) in this state */
+};
+/* For each sentence b of the batch one uniformly random order of its target (drawn from
+ * the stream (seed, keys[b]): a sentence gets the same order in any batch), and every
+ * state k = 0..n_b of it, scored with the model (no gradient): out[o_b + k], where
+ * o_b = sum over b' < b of (n_b' + 1). scratch is reset here. The mean of the losses per
+ * (target token + finish) is what validation measures, on other random orders. */
+enum intrus_status ins_state_losses(struct intrus_model *m, intrus_ctx *scratch,
+                                    const struct intrus_src_batch *src,
+                                    const struct intrus_tgt_batch *tgt, uint64_t seed,
+                                    const uint64_t *keys, struct ins_state_loss *out,
+                                    struct intrus_error *err);
 
 #endif

@@ -69,6 +69,11 @@ enum intrus_status train_phases_read(const intrus_cfg *train,
         (which != 2 && intrus_cfg_has(g, "per_sentence") &&
          (st = intrus_cfg_error(g, "per_sentence", err,
                                 "applies to states = \"some\" only"))) ||
+        (st = intrus_cfg_bool(g, "finish_state", false, &p->spec.finish_state, err)) ||
+        (which == 0 && p->spec.finish_state &&
+         (st = intrus_cfg_error(g, "finish_state", err,
+                                "applies to states = \"one\" or \"some\" (\"all\" trains "
+                                "the complete state already)"))) ||
         (st = intrus_cfg_check_unknown(g, err))) {
       train_phases_free(out);
       return st;
