@@ -726,6 +726,28 @@ static void test_states_some_draws(const char *cfg) {
   for (int k = 0; k <= N1; k++)
     EXPECT(seen[k] >= 5, "state %d of sentence 1 was drawn %d times in %d draws", k, seen[k],
            SEEDS * 4);
+  /* late_bias 3: one state of sentence 1 drawn with weight (k + 1)^3, so state 6 comes
+   * up 343 / 784 of the time (175 of 400 draws, sd 9.9) and state 0 almost never. */
+  {
+    enum { DRAWS = 400 };
+    int got[N1 + 1] = {0}, unmatched = 0;
+    spec = ph.phase[0].spec;
+    spec.per_sentence = 1;
+    spec.late_bias = 3.0f;
+    for (uint64_t seed = 1; seed <= DRAWS; seed++) {
+      SOME_LOSS(spec, seed * 31337, sum, count);
+      int which = -1;
+      for (int k0 = 0; k0 <= N0; k0++)
+        for (int k = 0; k <= N1; k++)
+          if (fabs(l0[k0] + l1[k] - sum) <= 1e-4 * fabs(sum)) which = k;
+      if (which < 0) unmatched++;
+      else got[which]++;
+    }
+    EXPECT(unmatched == 0, "late_bias: %d draws matched no pair of states", unmatched);
+    EXPECT(abs(got[N1] - 175) < 50 && got[0] <= 3 && got[N1] > got[3] && got[3] > got[1],
+           "late_bias 3: states drawn %d %d %d %d %d %d %d times", got[0], got[1], got[2],
+           got[3], got[4], got[5], got[6]);
+  }
   /* finish_state: min(K, n) distinct incomplete states and the complete one, always. */
   for (size_t ki = 0; ki < sizeof Ks / sizeof *Ks; ki++) {
     int K = Ks[ki], bad = 0;
@@ -829,6 +851,8 @@ static void test_states_some(const char *cfg) {
       {"states = \"all\"; finish_state = true;", "finish_state", "\"one\" or \"some\""},
       {"finish_state = true;", "finish_state", "\"all\""},
       {"states = \"one\"; finish_state = 1;", "finish_state", "finish_state"},
+      {"states = \"all\"; late_bias = 1.0;", "late_bias", "\"one\" or \"some\""},
+      {"states = \"one\"; late_bias = -1.0;", "late_bias", "-1"},
       {"states = \"sum\";", "states", "some"},
   };
   for (size_t j = 0; j < sizeof bad / sizeof *bad; j++) {

@@ -197,6 +197,18 @@ enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intru
   return ins_train_loss_at(m, ctx, scratch, src, tgt, 0, spec, seed, out, err);
 }
 
+/* An index into the m states k[0..m), drawn with weight (k[i] + 1)^bias. */
+static int weighted_index(struct intrus_rng *r, const int *k, int m, float bias) {
+  double total = 0.0;
+  for (int i = 0; i < m; i++) total += pow(k[i] + 1.0, (double)bias);
+  double u = intrus_rng_uniform(r) * total;
+  for (int i = 0; i < m - 1; i++) {
+    u -= pow(k[i] + 1.0, (double)bias);
+    if (u < 0.0) return i;
+  }
+  return m - 1;
+}
+
 /* States trained on for a target of n tokens: all n + 1, or per_sentence of them (of
  * the n incomplete ones, plus the complete one, with finish_state). */
 static int states_of(const struct ins_train_spec *spec, int n) {
@@ -255,7 +267,10 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
       intrus_rng_seed(&r, intrus_hash64(seed ^ 0x5eedf00dULL, (uint64_t)first + (uint64_t)b));
       for (int k = 0; k < pool; k++) perm[k] = k;
       for (int j = 0; j < draws; j++) {
-        int u = j + (int)intrus_rng_below(&r, (uint64_t)(pool - j)), tmp = perm[j];
+        int u = j + (spec->late_bias > 0.0f
+                         ? weighted_index(&r, perm + j, pool - j, spec->late_bias)
+                         : (int)intrus_rng_below(&r, (uint64_t)(pool - j)));
+        int tmp = perm[j];
         perm[j] = perm[u];
         perm[u] = tmp;
         pk[j] = perm[j];

@@ -44,6 +44,8 @@ struct ins_train_spec {
   bool finish_state;    /* without all_states: the per_sentence states are drawn among the
                            incomplete ones and the complete state (the finish decision) is
                            trained as well */
+  float late_bias;      /* without all_states: state k (of 0..n) is drawn with weight
+                           (k + 1)^late_bias; 0, uniform (the draws as before the setting) */
   float label_smoothing; /* of the token terms (train.label_smoothing; 0 in validation) */
 };
 

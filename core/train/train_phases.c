@@ -41,7 +41,7 @@ enum intrus_status train_phases_read(const intrus_cfg *train,
     const intrus_cfg *g, *og;
     const char *plugin;
     long long steps, patience, per_sentence = 1, warmup = 0;
-    double lr = 0.0;
+    double lr = 0.0, late_bias = 0.0;
     int loss, which, until;
     char defname[32];
     snprintf(defname, sizeof defname, "phase%d", i + 1);
@@ -70,6 +70,11 @@ enum intrus_status train_phases_read(const intrus_cfg *train,
          (st = intrus_cfg_error(g, "per_sentence", err,
                                 "applies to states = \"some\" only"))) ||
         (st = intrus_cfg_bool(g, "finish_state", false, &p->spec.finish_state, err)) ||
+        (st = intrus_cfg_double_range(g, "late_bias", 0.0, 0.0, 8.0, &late_bias, err)) ||
+        (which == 0 && late_bias > 0.0 &&
+         (st = intrus_cfg_error(g, "late_bias", err,
+                                "applies to states = \"one\" or \"some\" (\"all\" trains "
+                                "every state)"))) ||
         (which == 0 && p->spec.finish_state &&
          (st = intrus_cfg_error(g, "finish_state", err,
                                 "applies to states = \"one\" or \"some\" (\"all\" trains "
@@ -83,6 +88,7 @@ enum intrus_status train_phases_read(const intrus_cfg *train,
     p->spec.per_sentence = which == 2 ? (int)per_sentence : 1;
     p->spec.loss = loss == 0 ? INTRUS_INS_LOSS_MAIN : INTRUS_INS_LOSS_UNIFORM;
     p->spec.all_states = which == 0;
+    p->spec.late_bias = (float)late_bias;
     p->steps = steps;
     p->plateau = until == 1;
     p->patience = (int)patience;
