@@ -4,6 +4,7 @@
  * search, BLEU >= 95. A model that cannot memorise a handful of sentences has a bug in
  * training or search. The full set (64 pairs, every decoder and order policy) is
  * scripts/memorise.sh. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,56 @@ static double run_bleu(const char *name, const char *model) {
   return bleu;
 }
 
+/* The JSON number after "key": in s (NAN when missing). */
+static double json_num(const char *s, const char *key) {
+  char k[64];
+  snprintf(k, sizeof k, "\"%s\": ", key);
+  const char *p = s ? strstr(s, k) : NULL;
+  return p ? atof(p + strlen(k)) : NAN;
+}
+
+/* intrus analyze states on the memorised INTRUS model and its own pairs: a model that
+ * writes them back knows when they are complete and where the missing words go; the
+ * errors name the file or the decoder. */
+static void analyze_states(void) {
+  char out[1 << 16];
+  int rc = test_run_intrus(test_tmpdir,
+                           "analyze states mem-intrus.cfg -o mem-intrus -i data/train.en -r "
+                           "data/train.de -O states.tsv --json -q",
+                           out, sizeof out);
+  EXPECT(rc == 0, "analyze states: exit %d: %s", rc, out);
+  const char *complete = strstr(out, "\"complete\"");
+  double n = json_num(complete, "states"), pf = json_num(complete, "p_finish"),
+         loss = json_num(out, "loss_per_token");
+  printf("analyze states: %.0f complete states, p(finish) %.3f there, %.3f per token\n", n, pf,
+         loss);
+  EXPECT(n == PAIRS, "analyze states: %g complete states for %d pairs: %s", n, PAIRS, out);
+  EXPECT(pf > 0.5 && loss < 0.5, "analyze states: p(finish) %g on complete outputs, loss %g "
+         "per token, for pairs the model writes back: %s", pf, loss, out);
+  /* Every state of every pair as a row (after the header), each pair's states 0..n. */
+  FILE *f = fopen(test_tmp_path("states.tsv"), "r");
+  char line[256];
+  int rows = -1, zeros = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    int ln, k, len;
+    if (rows++ >= 0 && sscanf(line, "%d\t%d\t%d", &ln, &k, &len) == 3 && k == 0) zeros++;
+  }
+  if (f) fclose(f);
+  EXPECT(rows > 3 * PAIRS && zeros == PAIRS, "states.tsv: %d rows, %d of them k = 0", rows,
+         zeros);
+  /* A reference file of another length; a left-to-right model. */
+  rc = test_run_intrus(test_tmpdir,
+                       "analyze states mem-intrus.cfg -o mem-intrus -i data/train.en -r "
+                       "mem-intrus.cfg -q",
+                       out, sizeof out);
+  EXPECT(rc == 5 && strstr(out, "data/train.en has 16 lines") && strstr(out, "must align"),
+         "misaligned references: exit %d: %s", rc, out);
+  rc = test_run_intrus(test_tmpdir,
+                       "analyze states mem-l2r.cfg -o mem-l2r -i data/train.en -r data/train.de",
+                       out, sizeof out);
+  EXPECT(rc != 0 && strstr(out, "insertion"), "a left-to-right model: exit %d: %s", rc, out);
+}
+
 int main(void) {
   if (!test_make_tmpdir("/tmp/intrus-test-memorise-XXXXXX")) return 1;
   const char *dir = test_tmp_path("data");
@@ -119,6 +170,7 @@ int main(void) {
   EXPECT(l2r >= 95.0, "left-to-right model reproduces its training pairs at BLEU %.2f", l2r);
   double ins = run_bleu("mem-intrus", intrus_model);
   EXPECT(ins >= 95.0, "INTRUS model reproduces its training pairs at BLEU %.2f", ins);
+  analyze_states();
   if (!getenv("INTRUS_TEST_KEEP") && test_remove_tmpdir() != 0) return 1;
   return test_finish("test_memorise");
 }
