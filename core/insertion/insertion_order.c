@@ -47,6 +47,19 @@ static void greedy_free(struct greedy_buf *g) {
   free(g->tok_logp);
 }
 
+int intrus_ins_pair_queries(int state, const int *pslot, int np, int *qstate, int *qslot,
+                            int Q, int *pq) {
+  for (int j = 0; j < np; j++) {
+    if (j == 0 || pslot[j] != pslot[j - 1]) {
+      qstate[Q] = state;
+      qslot[Q] = pslot[j];
+      Q++;
+    }
+    pq[j] = Q - 1;
+  }
+  return Q;
+}
+
 enum intrus_status intrus_ins_pair_token_logp(const struct intrus_ins_scorer *sc, int Q,
                                               const int *qstate, const int *qslot,
                                               size_t round, int P, const int *pq,
@@ -189,15 +202,9 @@ static enum intrus_status greedy_run(const struct intrus_order_batch *batch,
         g.sent[S] = b;
         memcpy(g.stok + g.soff[S], g.part + (off[b] - off[0]), (size_t)t * sizeof *g.stok);
         g.soff[S + 1] = g.soff[S] + t;
-        for (int j = p0; j < p1; j++, C++) {
-          if (j == p0 || g.pslot[j] != g.pslot[j - 1]) {
-            g.qstate[Q] = S;
-            g.qslot[Q] = g.pslot[j];
-            Q++;
-          }
-          g.cq[C] = Q - 1;
-          g.ctok[C] = g.ptok[j];
-        }
+        Q = intrus_ins_pair_queries(S, g.pslot + p0, p1 - p0, g.qstate, g.qslot, Q, g.cq + C);
+        memcpy(g.ctok + C, g.ptok + p0, (size_t)(p1 - p0) * sizeof *g.ctok);
+        C += p1 - p0;
         S++;
       }
       if (S > 0) {

@@ -134,14 +134,7 @@ enum intrus_status ins_state_losses(struct intrus_model *m, intrus_ctx *scratch,
                      "state losses: the oracle gave %d pairs at a state of %d of %d tokens",
                      np, k, n);
         if (canonical) np = intrus_ins_canonical(part, k, g.pslot + P, g.ptok + P, np);
-        for (int j = P; j < P + np; j++) {
-          if (j == P || g.pslot[j] != g.pslot[j - 1]) {
-            g.qstate[Q] = S;
-            g.qslot[Q] = g.pslot[j];
-            Q++;
-          }
-          g.pq[j] = Q - 1;
-        }
+        Q = intrus_ins_pair_queries(S, g.pslot + P, np, g.qstate, g.qslot, Q, g.pq + P);
         P += np;
       }
     }

@@ -126,6 +126,11 @@ static inline size_t intrus_ins_token_round_rows(int V, size_t slots) {
   return rows;
 }
 
+/* The tokens() queries of one state's np correct pairs, slot-major (pslot[0..np)): a
+ * query (state, slot) per distinct slot, appended to qstate/qslot from index Q, and
+ * pq[j] = the query of pair j. Returns the new query count. */
+int intrus_ins_pair_queries(int state, const int *pslot, int np, int *qstate, int *qslot,
+                            int Q, int *pq);
 /* For the P correct pairs of the states of the last positions() call, plogp[j] =
  * log p(ptok[j] | the slot of query pq[j]): asks tokens() for the Q queries (qstate,
  * qslot) in rounds of `round` rows into buf [round * V]. pq must be ascending (a

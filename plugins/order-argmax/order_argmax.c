@@ -213,15 +213,8 @@ static enum intrus_status argmax_trajectories(void *self, const struct intrus_or
                    "order argmax: sentence %d step %d: the oracle gave %d correct pairs (cap %d)",
                    b, t, np, cap);
       u.pbeg[s] = P;
-      for (int j = P; j < P + np; j++) {
-        /* Pairs are slot-major: a slot's pairs are consecutive and share one query. */
-        if (j == P || u.pslot[j] != u.pslot[j - 1]) {
-          u.qstate[Q] = s;
-          u.qslot[Q] = u.pslot[j];
-          Q++;
-        }
-        u.pq[j] = Q - 1;
-      }
+      /* Pairs are slot-major: a slot's pairs are consecutive and share one query. */
+      Q = intrus_ins_pair_queries(s, u.pslot + P, np, u.qstate, u.qslot, Q, u.pq + P);
       P += np;
     }
     u.pbeg[S] = P;
