@@ -308,6 +308,28 @@ static void test_batcher(void) {
   struct intrus_batcher *b3 = intrus_batcher_create(c, max_tokens, 300, 43);
   EXPECT(check_epoch(c, b3, 0, max_tokens) != h0, "seed 43 == seed 42");
   intrus_batcher_free(b3);
+  /* Epoch sizes are remembered: asked out of order, and walked from epoch 0 as
+   * dataset_train_batch does, they and the batches agree with a fresh batcher's. */
+  struct intrus_batcher *b4 = intrus_batcher_create(c, max_tokens, 300, 42);
+  size_t size4 = intrus_batcher_epoch_size(b4, 4);
+  for (uint64_t e = 0; e < 6; e++) {
+    struct intrus_batcher *fresh = intrus_batcher_create(c, max_tokens, 300, 42);
+    size_t want = intrus_batcher_epoch_size(fresh, e);
+    for (uint64_t w = 0; w <= e; w++) intrus_batcher_epoch_size(b4, w);
+    EXPECT(intrus_batcher_epoch_size(b4, e) == want, "epoch %llu: %zu batches, fresh %zu",
+           (unsigned long long)e, intrus_batcher_epoch_size(b4, e), want);
+    if (e == 4) EXPECT(size4 == want, "epoch 4 asked first: %zu batches, fresh %zu", size4, want);
+    for (size_t i = 0; i < want; i += 7) {
+      const int32_t *x, *y;
+      int nx = intrus_batcher_get(fresh, e, i, &x);
+      intrus_batcher_epoch_size(b4, 0); /* the walk's first question, between batches */
+      int ny = intrus_batcher_get(b4, e, i, &y);
+      EXPECT(nx == ny && memcmp(x, y, (size_t)nx * sizeof *x) == 0,
+             "epoch %llu batch %zu differs", (unsigned long long)e, i);
+    }
+    intrus_batcher_free(fresh);
+  }
+  intrus_batcher_free(b4);
   /* Window 0 (the whole corpus) and window 1 (no length grouping) still cover all. */
   b3 = intrus_batcher_create(c, max_tokens, 0, 42);
   check_epoch(c, b3, 3, max_tokens);

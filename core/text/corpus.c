@@ -300,6 +300,10 @@ struct intrus_batcher {
   int32_t *order;     /* corpus indices, batch after batch in the epoch's batch order */
   size_t *bstart;     /* batch i is order[bstart[i] .. bstart[i+1]) */
   size_t nbatch;
+  /* batches per epoch, for the epochs computed so far: a caller that walks the epochs
+   * from the first every step (dataset_train_batch) must not recompute them all */
+  size_t *esize;
+  size_t nesize, esize_cap;
   /* scratch */
   struct sort_key *keys;
   size_t *span;       /* 2 per batch: start, end in keys */
@@ -352,6 +356,7 @@ void intrus_batcher_free(struct intrus_batcher *b) {
   free(b->keys);
   free(b->span);
   free(b->perm);
+  free(b->esize);
   free(b);
 }
 
@@ -429,8 +434,16 @@ static void batcher_compute(struct intrus_batcher *b, uint64_t epoch) {
 }
 
 size_t intrus_batcher_epoch_size(struct intrus_batcher *b, uint64_t epoch) {
-  batcher_compute(b, epoch);
-  return b->nbatch;
+  if (b->sorted) epoch = 0; /* one order for every epoch */
+  while (b->nesize <= epoch) {
+    if (b->nesize == b->esize_cap) {
+      b->esize_cap = b->esize_cap ? 2 * b->esize_cap : 16;
+      b->esize = xrealloc(b->esize, b->esize_cap * sizeof *b->esize);
+    }
+    batcher_compute(b, b->nesize);
+    b->esize[b->nesize++] = b->nbatch;
+  }
+  return b->esize[epoch];
 }
 
 int intrus_batcher_get(struct intrus_batcher *b, uint64_t epoch, size_t i,

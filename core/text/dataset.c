@@ -383,7 +383,8 @@ void dataset_train_batch(struct dataset *d, intrus_ctx *ctx, uint64_t seed, long
     dataset_images_train_batch(d, ctx, step, src, tgt);
     return;
   }
-  /* Walk the epochs to the step's (epoch, index); cheap next to a training step. */
+  /* Walk the epochs to the step's (epoch, index): the batcher remembers each epoch's
+   * size, so only an epoch not seen before is computed (once). */
   uint64_t e = 0;
   size_t i = (size_t)step, size;
   while (i >= (size = intrus_batcher_epoch_size(d->batcher, e))) {

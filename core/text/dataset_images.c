@@ -45,6 +45,10 @@ struct image_split {
   size_t n_batches;
   int32_t *order;    /* pairs in batch order */
   size_t *start;     /* [n_batches + 1] */
+  /* batches per epoch for the epochs computed so far, so that walking the epochs from
+   * the first (dataset_images_train_batch) recomputes none of them */
+  size_t *esize;
+  size_t nesize;
 };
 
 static void split_free(struct image_split *s) {
@@ -559,12 +563,21 @@ void dataset_images_train_batch(struct dataset *d, intrus_ctx *ctx, long step,
   struct image_split *s = d->img_train;
   uint64_t e = 0;
   size_t i = (size_t)step;
-  for (;;) {
-    make_epoch(d, s, e);
-    if (i < s->n_batches) break;
-    i -= s->n_batches;
-    e++;
+  for (;; e++) {
+    if (e == s->nesize) {
+      /* the size list grows one epoch at a time: the allocation size is a power of 2 */
+      if ((s->nesize & (s->nesize - 1)) == 0) {
+        size_t *grown = realloc(s->esize, (s->nesize ? 2 * s->nesize : 1) * sizeof *grown);
+        INTRUS_CHECK(grown, "out of memory");
+        s->esize = grown;
+      }
+      make_epoch(d, s, e);
+      s->esize[s->nesize++] = s->n_batches;
+    }
+    if (i < s->esize[e]) break;
+    i -= s->esize[e];
   }
+  make_epoch(d, s, e);
   fill_batch(d, s, ctx, s->order + s->start[i], (int)(s->start[i + 1] - s->start[i]), src, tgt);
 }
 
