@@ -62,6 +62,7 @@ static void split_free(struct image_split *s) {
   free(s->off);
   free(s->order);
   free(s->start);
+  free(s->esize);
   free(s);
 }
 
