@@ -436,10 +436,7 @@ static void batcher_compute(struct intrus_batcher *b, uint64_t epoch) {
 size_t intrus_batcher_epoch_size(struct intrus_batcher *b, uint64_t epoch) {
   if (b->sorted) epoch = 0; /* one order for every epoch */
   while (b->nesize <= epoch) {
-    if (b->nesize == b->esize_cap) {
-      b->esize_cap = b->esize_cap ? 2 * b->esize_cap : 16;
-      b->esize = xrealloc(b->esize, b->esize_cap * sizeof *b->esize);
-    }
+    xgrow((void **)&b->esize, &b->esize_cap, b->nesize + 1, sizeof *b->esize, 16);
     batcher_compute(b, b->nesize);
     b->esize[b->nesize++] = b->nbatch;
   }

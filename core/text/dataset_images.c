@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/xalloc.h"
 #include "dataset.h"
 #include "intrus/fileio.h"
 #include "intrus/image.h"
@@ -48,7 +49,7 @@ struct image_split {
   /* batches per epoch for the epochs computed so far, so that walking the epochs from
    * the first (dataset_images_train_batch) recomputes none of them */
   size_t *esize;
-  size_t nesize;
+  size_t nesize, esize_cap;
 };
 
 static void split_free(struct image_split *s) {
@@ -566,12 +567,7 @@ void dataset_images_train_batch(struct dataset *d, intrus_ctx *ctx, long step,
   size_t i = (size_t)step;
   for (;; e++) {
     if (e == s->nesize) {
-      /* the size list grows one epoch at a time: the allocation size is a power of 2 */
-      if ((s->nesize & (s->nesize - 1)) == 0) {
-        size_t *grown = realloc(s->esize, (s->nesize ? 2 * s->nesize : 1) * sizeof *grown);
-        INTRUS_CHECK(grown, "out of memory");
-        s->esize = grown;
-      }
+      xgrow((void **)&s->esize, &s->esize_cap, s->nesize + 1, sizeof *s->esize, 16);
       make_epoch(d, s, e);
       s->esize[s->nesize++] = s->n_batches;
     }
