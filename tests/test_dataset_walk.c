@@ -5,10 +5,12 @@
  * for images (the bundled image-to-LaTeX set), steps asked in ascending order (as
  * training does) and in descending order (every earlier epoch recomputed after a
  * later one). */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "intrus/config.h"
@@ -58,9 +60,12 @@ static struct dataset *open_dataset(const char *cfg_text, const char *run_dir, l
 /* Steps 0..n-1 asked of two datasets of the same config, one ascending, one descending:
  * the same batch at every step. */
 static void check_walk(const char *what, const char *cfg_text, long max_tokens, long n) {
-  char dir1[] = "/tmp/intrus-walk-XXXXXX", dir2[] = "/tmp/intrus-walk-XXXXXX";
-  if (!mkdtemp(dir1) || !mkdtemp(dir2)) {
-    fprintf(stderr, "cannot make a temporary directory\n");
+  /* Each dataset its own run directory (BPE codes, vocabularies) in test_tmpdir. */
+  char dir1[1024], dir2[1040];
+  snprintf(dir1, sizeof dir1, "%s", test_tmp_path(what));
+  snprintf(dir2, sizeof dir2, "%s-again", dir1);
+  if (mkdir(dir1, 0700) != 0 || mkdir(dir2, 0700) != 0) {
+    fprintf(stderr, "cannot make %s, %s: %s\n", dir1, dir2, strerror(errno));
     exit(99);
   }
   struct dataset *a = open_dataset(cfg_text, dir1, max_tokens);
@@ -101,8 +106,6 @@ static void check_walk(const char *what, const char *cfg_text, long max_tokens, 
   }
   if (a) dataset_free(a), free(a);
   if (b) dataset_free(b), free(b);
-  test_remove_tree(dir1);
-  test_remove_tree(dir2);
 }
 
 /* A small parallel corpus of random words: 240 pairs of 1 to 12 words. */
@@ -130,8 +133,8 @@ static void write_corpus(const char *dir) {
 }
 
 int main(void) {
-  char corpus[] = "/tmp/intrus-walk-corpus-XXXXXX";
-  if (!mkdtemp(corpus)) return 99;
+  if (!test_make_tmpdir("/tmp/intrus-test-dataset-walk-XXXXXX")) return 99;
+  const char *corpus = test_tmpdir;
   write_corpus(corpus);
   char cfg[8192];
   /* 60 tokens a batch: a few pairs each, so 200 steps cross several epochs (checked). */
@@ -140,7 +143,6 @@ int main(void) {
            " bpe_merges = 20; joint_vocab = true; max_len = 64; };",
            corpus);
   check_walk("parallel", cfg, 60, 200);
-  test_remove_tree(corpus);
 
   /* The bundled image-to-LaTeX set (1,084 training formulas), a few images a batch
    * (batch_pixels 32768): 600 steps reach past its first epoch. */
@@ -149,5 +151,6 @@ int main(void) {
            " channels = 1; targets = \"tokens\"; max_len = 150; batch_pixels = 32768; };",
            test_srcdir());
   check_walk("images", cfg, 4000, 600);
+  test_remove_tmpdir();
   return test_finish("test_dataset_walk");
 }
