@@ -91,6 +91,57 @@ expect "--dry-run exits 0" test $rc -eq 0
 expect "--dry-run lists both runs to train" grep -q "2 runs to train" plan.txt
 expect "--dry-run trains nothing" test ! -d runs
 
+# ---- --dry-run times each phase at its own speed ---------------------------------------
+# An INTRUS run of 20 pretraining and 40 sampled steps, stopped in its phases; its
+# train.log replaced by rows of known train_s. A sampled step scores a rollout and 4
+# states: the cost model puts it at 2.9 / 0.5 = 5.8 pretraining steps until one was timed.
+cat > ins.cfg <<'EOF'
+@include "common.cfg"
+name = "tt-ins";
+model: { d_model = 32; canonical = true;
+  encoder: { plugin = "transformer"; layers = 1; heads = 2; ff = 64; dropout = 0.0; };
+  decoder: { plugin = "insertion"; layers = 1; heads = 2; ff = 64; dropout = 0.0; };
+};
+train: { batch_tokens = 400; lr = 3e-3; warmup = 5; log_every = 10; valid_every = 100;
+  valid_bleu = 0; checkpoint_every = 10;
+  phases = (
+    { name = "pretrain"; order = { plugin = "uniform"; }; loss = "uniform"; states = "one";
+      steps = 20; },
+    { name = "sampled"; order = { plugin = "sampled"; }; loss = "main"; states = "some";
+      per_sentence = 4; steps = 40; }
+  );
+};
+EOF
+cat > ins-table.cfg <<'EOF'
+title = "phases";
+baseline = "intrus";
+columns = ( { name = "en-de"; title = "En-De"; } );
+rows = ( { name = "intrus"; title = "INTRUS"; experiments = { en-de = "ins.cfg"; }; } );
+EOF
+train_log() { # STEP TRAIN_S ...: a train.log of those rows
+  printf 'step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n'
+  while [ $# -ge 2 ]; do
+    printf '%s\t5\t0.003\t100\t\t\t%s\n' "$1" "$2"
+    shift 2
+  done
+}
+"$intrus" train -q -n 20 -o est/tt-ins ins.cfg > train-est.txt 2>&1
+expect "the phased run trains its pretraining" test $? -eq 0
+train_log 10 10 20 20 > est/tt-ins/train.log
+"$intrus" table --dry-run -r est ins-table.cfg > plan-ins.txt 2>&1
+expect "40 sampled steps after 1 s pretraining steps: about 232 s, modelled" \
+  grep -q "resume .*est/tt-ins at step 20 of 60, ~4 min" plan-ins.txt
+"$intrus" train -q -n 40 -o est/tt-ins ins.cfg > train-est.txt 2>&1
+expect "the phased run trains into its sampled phase" test $? -eq 0
+# A first try reached step 45 and was killed; resumed from step 20, steps 25-40 were
+# logged again: the later rows count (the last five intervals of the first try's rows
+# would give no speed at all).
+train_log 10 10 20 20 25 100 30 200 35 300 40 500 45 600 25 35 30 50 35 65 40 80 \
+  > est/tt-ins/train.log
+"$intrus" table --dry-run -r est ins-table.cfg > plan-ins.txt 2>&1
+expect "20 sampled steps at the sampled phase's 3 s: 60 s, measured" \
+  grep -q "resume .*est/tt-ins at step 40 of 60, 60 s" plan-ins.txt
+
 # ---- uninterrupted, then killed and resumed ------------------------------------------
 "$intrus" table -q -r ref -O ref-out table.cfg > ref.txt 2>&1
 expect "the uninterrupted table runs" test $? -eq 0

@@ -13,6 +13,7 @@
 #include "table_run.h"
 #include "text/dataset.h"
 #include "base/clock.h"
+#include "base/xalloc.h"
 
 /* ---- what the run directory holds ------------------------------------------------ */
 
@@ -31,51 +32,84 @@ static bool results_match(const char *run_dir, uint64_t fp) {
   return ok;
 }
 
-static long checkpoint_step(const char *run_dir) {
+/* The checkpoint's step and, for a phased run, the phase it is in and the step that
+ * phase began after (0 and 0 without phases). false when there is no checkpoint. */
+static bool checkpoint_where(const char *run_dir, long *step, int *phase, long *phase_start) {
   char path[4300];
   snprintf(path, sizeof path, "%s/checkpoint.ckpt", run_dir);
-  if (access(path, R_OK) != 0) return -1;
+  if (access(path, R_OK) != 0) return false;
   struct intrus_ckpt *c;
   struct intrus_error e = {0};
-  if (intrus_ckpt_read(path, false, 0, &c, &e)) return -1;
-  uint64_t step = 0;
-  bool ok = intrus_ckpt_u64(c, "step", &step);
+  if (intrus_ckpt_read(path, false, 0, &c, &e)) return false;
+  uint64_t v = 0, ph = 0, start = 0;
+  bool ok = intrus_ckpt_u64(c, "step", &v);
+  if (ok && intrus_ckpt_u64(c, "phase", &ph) && intrus_ckpt_u64(c, "phase_start", &start)) {
+    *phase = (int)ph;
+    *phase_start = (long)start;
+  } else {
+    *phase = 0;
+    *phase_start = 0;
+  }
   intrus_ckpt_free(c);
-  return ok ? (long)step : -1;
+  *step = (long)v;
+  return ok;
 }
 
-/* From train.log: the last row's step and train_s (the last column), and the seconds per
- * step of the last rows (up to 5 rows back: the current phase's speed, not the run's
- * average, which an INTRUS run's cheap pretraining would pull down). */
-static bool log_speed(const char *run_dir, long *step, double *train_s, double *s_per_step) {
-  enum { BACK = 5 };
+/* train.log's rows as (step, train_s), steps strictly increasing: a run resumed from a
+ * checkpoint older than its last rows logs those steps again, and the later rows replace
+ * the earlier ones. */
+struct log_rows {
+  long *step;
+  double *secs;
+  size_t n, cap_step, cap_secs;
+};
+
+static void log_rows_free(struct log_rows *r) {
+  free(r->step);
+  free(r->secs);
+  memset(r, 0, sizeof *r);
+}
+
+static bool log_rows_read(const char *run_dir, struct log_rows *r) {
   char path[4300], line[1024];
-  long steps[BACK + 1];
-  double secs[BACK + 1];
-  int n = 0;
+  memset(r, 0, sizeof *r);
   snprintf(path, sizeof path, "%s/train.log", run_dir);
   FILE *f = fopen(path, "r");
   if (!f) return false;
   while (fgets(line, sizeof line, f)) {
     const char *tab = strrchr(line, '\t');
     if (line[0] < '0' || line[0] > '9' || !tab) continue;
-    if (n == BACK + 1) {
-      memmove(steps, steps + 1, BACK * sizeof *steps);
-      memmove(secs, secs + 1, BACK * sizeof *secs);
-      n--;
-    }
-    steps[n] = strtol(line, NULL, 10);
-    secs[n] = strtod(tab + 1, NULL);
-    n++;
+    long step = strtol(line, NULL, 10);
+    double secs = strtod(tab + 1, NULL);
+    if (step <= 0 || !(secs > 0)) continue;
+    while (r->n > 0 && r->step[r->n - 1] >= step) r->n--;
+    xgrow((void **)&r->step, &r->cap_step, r->n + 1, sizeof *r->step, 256);
+    xgrow((void **)&r->secs, &r->cap_secs, r->n + 1, sizeof *r->secs, 256);
+    r->step[r->n] = step;
+    r->secs[r->n] = secs;
+    r->n++;
   }
   fclose(f);
-  if (n == 0 || steps[n - 1] <= 0 || !(secs[n - 1] > 0)) return false;
-  *step = steps[n - 1];
-  *train_s = secs[n - 1];
-  *s_per_step = *train_s / (double)*step;
-  if (n >= 2 && steps[n - 1] > steps[0] && secs[n - 1] > secs[0])
-    *s_per_step = (secs[n - 1] - secs[0]) / (double)(steps[n - 1] - steps[0]);
-  return true;
+  if (r->n == 0) log_rows_free(r);
+  return r->n > 0;
+}
+
+/* Seconds per step over the last rows (up to 5 intervals) with lo <= step <= hi: the row
+ * at lo, the step a phase began after, times where the phase starts. The last rows, not
+ * the phase's average: the current speed, not that of a first interval slowed by a
+ * resume. NAN without two such rows. */
+static double log_rate(const struct log_rows *r, long lo, long hi) {
+  enum { BACK = 5 };
+  long last = -1, first = -1;
+  for (long i = (long)r->n - 1; i >= 0; i--) {
+    if (r->step[i] > hi) continue;
+    if (r->step[i] < lo) break;
+    if (last < 0) last = i;
+    first = i;
+    if (last - first == BACK) break;
+  }
+  if (last < 0 || first == last || !(r->secs[last] > r->secs[first])) return NAN;
+  return (r->secs[last] - r->secs[first]) / (double)(r->step[last] - r->step[first]);
 }
 
 /* ---- the cost model --------------------------------------------------------------- */
@@ -97,20 +131,41 @@ static const intrus_cfg *peek_group(const intrus_cfg *g, const char *key) {
   return v;
 }
 
-/* Steps the experiment trains: train.steps, or the sum of its phases' (an upper bound
- * when a phase stops at a plateau). */
-static long total_steps(const struct intrus_config *cfg) {
-  const intrus_cfg *train = peek_group(intrus_config_root(cfg), "train");
+/* The experiment's phases (train.phases; a run without them is one phase of
+ * train.steps), each one's steps (at most, when it stops at a plateau) and its cost
+ * relative to a left-to-right step of the same model in the cost model below: the states
+ * scored per sentence at half a sentence each, plus a rollout for the sampled and argmax
+ * policies. Fitted to this project's quickstart runs; an order of magnitude. */
+static int read_phases(const struct intrus_config *cfg, long steps[TABLE_MAX_PHASES],
+                       double factor[TABLE_MAX_PHASES]) {
+  const intrus_cfg *root = intrus_config_root(cfg);
+  const intrus_cfg *train = peek_group(root, "train");
+  const intrus_cfg *dec = peek_group(peek_group(root, "model"), "decoder");
+  bool insertion = strcmp(peek_string(dec, "plugin", ""), "insertion") == 0;
   int n = 0;
-  if (train && intrus_cfg_has(train, "phases") && !intrus_cfg_list_len(train, "phases", &n, NULL)) {
-    long sum = 0;
-    for (int i = 0; i < n; i++) {
-      const intrus_cfg *ph;
-      if (!intrus_cfg_list_group(train, "phases", i, &ph, NULL)) sum += peek_int(ph, "steps", 0);
-    }
-    return sum;
+  if (!train || !intrus_cfg_has(train, "phases") ||
+      intrus_cfg_list_len(train, "phases", &n, NULL) || n < 1) {
+    steps[0] = (long)peek_int(train, "steps", 0);
+    factor[0] = 1.0;
+    return 1;
   }
-  return (long)peek_int(train, "steps", 0);
+  if (n > TABLE_MAX_PHASES) n = TABLE_MAX_PHASES;
+  for (int i = 0; i < n; i++) {
+    const intrus_cfg *ph = NULL;
+    if (intrus_cfg_list_group(train, "phases", i, &ph, NULL)) ph = NULL;
+    steps[i] = (long)peek_int(ph, "steps", 0);
+    factor[i] = 1.0;
+    if (insertion) {
+      const char *states = peek_string(ph, "states", "all");
+      double k = strcmp(states, "one") == 0    ? 1.0
+                 : strcmp(states, "some") == 0 ? (double)peek_int(ph, "per_sentence", 4)
+                                               : 12.0;
+      const char *policy = peek_string(peek_group(ph, "order"), "plugin", "uniform");
+      bool rollout = strcmp(policy, "sampled") == 0 || strcmp(policy, "argmax") == 0;
+      factor[i] = 0.5 * k + (rollout ? 0.9 : 0.0);
+    }
+  }
+  return n;
 }
 
 /* sgemm GFLOP/s of this machine (a 768^3 product, best of 12: about 0.1 s). */
@@ -131,11 +186,9 @@ static double sgemm_probe(void) {
   return 2.0 * N * N * N / best / 1e9;
 }
 
-/* Seconds per step from the model's size: 6 FLOPs per parameter and target token at 60%
- * of the sgemm peak for the left-to-right Transformer (what docs/benchmarks.md measures
- * on 2 cores), and for insertion phases the states scored per sentence at half a
- * sentence each, plus a rollout for the sampled and argmax policies. Fitted to this
- * project's quickstart runs; an order of magnitude, not a measurement. */
+/* Seconds per left-to-right step from the model's size: 6 FLOPs per parameter and
+ * target token at 60% of the sgemm peak (what docs/benchmarks.md measures on 2 cores);
+ * read_phases scales it per phase. */
 static double model_s_per_step(const struct intrus_config *cfg, double peak_gflops) {
   const intrus_cfg *root = intrus_config_root(cfg);
   const intrus_cfg *data = peek_group(root, "data"), *model = peek_group(root, "model"),
@@ -158,29 +211,7 @@ static double model_s_per_step(const struct intrus_config *cfg, double peak_gflo
   double dec_p = (double)peek_int(dec, "layers", 1) *
                  (8 * d * d + 2 * d * (double)peek_int(dec, "ff", (long long)(4 * d)));
   double flops = 6.0 * (enc_p + dec_p + d * vocab) * tokens;
-  double factor = 1.0;
-  if (strcmp(peek_string(dec, "plugin", ""), "insertion") == 0 && train &&
-      intrus_cfg_has(train, "phases")) {
-    /* Weighted by each phase's steps. */
-    int n = 0;
-    double sum = 0.0, steps = 0.0;
-    intrus_cfg_list_len(train, "phases", &n, NULL);
-    for (int i = 0; i < n; i++) {
-      const intrus_cfg *ph;
-      if (intrus_cfg_list_group(train, "phases", i, &ph, NULL)) continue;
-      const char *states = peek_string(ph, "states", "all");
-      double k = strcmp(states, "one") == 0    ? 1.0
-                 : strcmp(states, "some") == 0 ? (double)peek_int(ph, "per_sentence", 4)
-                                               : 12.0;
-      const char *policy = peek_string(peek_group(ph, "order"), "plugin", "uniform");
-      bool rollout = strcmp(policy, "sampled") == 0 || strcmp(policy, "argmax") == 0;
-      double st = (double)peek_int(ph, "steps", 0);
-      sum += st * (0.5 * k + (rollout ? 0.9 : 0.0));
-      steps += st;
-    }
-    if (steps > 0) factor = sum / steps;
-  }
-  return peak_gflops > 0 ? flops * factor / (0.6 * peak_gflops * 1e9) : NAN;
+  return peak_gflops > 0 ? flops / (0.6 * peak_gflops * 1e9) : NAN;
 }
 
 /* ---- data -------------------------------------------------------------------------- */
@@ -268,23 +299,33 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   snprintf(cs->experiment, sizeof cs->experiment, "%s", cell->experiment);
   snprintf(cs->name, sizeof cs->name, "%s", x.name);
   snprintf(cs->run_dir, sizeof cs->run_dir, "%s/%s", s->runs, x.name);
-  cs->total_steps = total_steps(cfg);
-  cs->step = checkpoint_step(cs->run_dir);
-  long log_step;
-  double train_s, sps;
+  long steps[TABLE_MAX_PHASES], start = 0;
+  int cur = 0;
+  cs->nphases = read_phases(cfg, steps, cs->phase_factor);
+  cs->total_steps = 0;
+  for (int p = 0; p < cs->nphases; p++) cs->total_steps += steps[p];
+  bool have_ckpt = checkpoint_where(cs->run_dir, &cs->step, &cur, &start);
+  if (!have_ckpt) cs->step = 0;
+  for (int p = 0; p < cs->nphases; p++) {
+    long left = p < cur ? 0 : p == cur ? steps[p] - (cs->step - start) : steps[p];
+    cs->phase_left[p] = left > 0 ? left : 0;
+    cs->phase_rate[p] = NAN;
+  }
   cs->train_s = NAN;
-  cs->log_s_per_step = cs->model_s_per_step = NAN;
-  if (log_speed(cs->run_dir, &log_step, &train_s, &sps)) {
-    cs->train_s = train_s;
-    cs->log_s_per_step = sps;
+  cs->model_s_per_step = NAN;
+  struct log_rows rows;
+  if (log_rows_read(cs->run_dir, &rows)) {
+    cs->train_s = rows.secs[rows.n - 1];
+    /* The phase it is in, and the one before (whose end is known: where this began). */
+    if (cur < cs->nphases) cs->phase_rate[cur] = log_rate(&rows, start, start + steps[cur]);
+    if (cur >= 1 && cur - 1 < cs->nphases)
+      cs->phase_rate[cur - 1] = log_rate(&rows, start - steps[cur - 1], start);
+    log_rows_free(&rows);
   }
   if (results_match(cs->run_dir, fp)) cs->state = CELL_DONE;
-  else if (cs->step >= 0) cs->state = CELL_PARTIAL;
-  else {
-    cs->state = CELL_NEW;
-    cs->step = 0;
-  }
-  if (cs->state != CELL_DONE && isnan(cs->log_s_per_step)) {
+  else if (have_ckpt) cs->state = CELL_PARTIAL;
+  else cs->state = CELL_NEW;
+  if (cs->state != CELL_DONE) {
     if (s->peak_gflops == 0.0) s->peak_gflops = sgemm_probe();
     cs->model_s_per_step = model_s_per_step(cfg, s->peak_gflops);
   }
@@ -292,20 +333,39 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   return INTRUS_OK;
 }
 
-/* The time cell (r, c) still needs: at its own train.log's speed, else at that of a
- * cell of the same model and training settings that has run, else the cost model's. */
+/* The time cell (r, c) still needs, phase by phase (an INTRUS run's sampled step costs
+ * several of its pretraining steps): at the speed of that phase in its own train.log,
+ * else in the train.log of a cell with the same model and training settings, else the
+ * cost model's, scaled by how far the model was off on a phase that was timed. */
 static void estimate(struct table_state *s, int r, int c) {
   struct table_cell_state *cs = &s->cells[r][c];
-  cs->s_per_step = cs->log_s_per_step;
-  for (int rr = 0; rr < s->t->nrows && isnan(cs->s_per_step); rr++)
-    for (int cc = 0; cc < s->t->ncols && isnan(cs->s_per_step); cc++) {
-      const struct table_cell_state *o = &s->cells[rr][cc];
-      if (o->state != CELL_EMPTY && o->cost_fp == cs->cost_fp) cs->s_per_step = o->log_s_per_step;
+  double rate[TABLE_MAX_PHASES];
+  for (int p = 0; p < cs->nphases; p++) {
+    rate[p] = cs->phase_rate[p];
+    for (int k = 0; k < s->t->nrows * s->t->ncols && isnan(rate[p]); k++) {
+      const struct table_cell_state *o = &s->cells[k / s->t->ncols][k % s->t->ncols];
+      if (o->state != CELL_EMPTY && o->cost_fp == cs->cost_fp && o->nphases == cs->nphases)
+        rate[p] = o->phase_rate[p];
     }
-  cs->measured = !isnan(cs->s_per_step);
-  if (!cs->measured) cs->s_per_step = cs->model_s_per_step;
-  long left = cs->total_steps - cs->step;
-  cs->estimate_s = cs->state == CELL_DONE ? 0.0 : (left > 0 ? left : 0) * cs->s_per_step;
+  }
+  double scale = 1.0;
+  for (int p = cs->nphases - 1; p >= 0; p--)
+    if (isfinite(rate[p]) && cs->model_s_per_step > 0 && cs->phase_factor[p] > 0) {
+      scale = rate[p] / (cs->model_s_per_step * cs->phase_factor[p]);
+      break;
+    }
+  double sum = 0.0;
+  cs->measured = true;
+  for (int p = 0; p < cs->nphases; p++) {
+    if (cs->phase_left[p] == 0) continue;
+    double sp = rate[p];
+    if (isnan(sp)) {
+      sp = cs->model_s_per_step * cs->phase_factor[p] * scale;
+      cs->measured = false;
+    }
+    sum += (double)cs->phase_left[p] * sp;
+  }
+  cs->estimate_s = cs->state == CELL_DONE ? 0.0 : sum;
 }
 
 struct table_state *table_state_new(const struct table_spec *t, const char *runs,
@@ -418,7 +478,9 @@ void table_print_plan(const struct table_state *s, FILE *f) {
   if (!runs) fprintf(f, "nothing to train\n");
   else
     fprintf(f, "%d run%s to train, about %s of training%s\n", runs, runs == 1 ? "" : "s", est,
-            modelled ? " (~: from the model's size, not yet measured on this machine; "
-                       "decoding the test sets comes on top)"
-                     : " (from the runs' own speed; decoding the test sets comes on top)");
+            modelled ? " (~: a phase not yet run on this machine is timed from the model's "
+                       "size, scaled to a phase that ran where there is one; validation and "
+                       "the test decode come on top)"
+                     : " (from the runs' own speed; validation and the test decode come on "
+                       "top)");
 }

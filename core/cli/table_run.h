@@ -10,6 +10,8 @@
 #include "cli.h"
 #include "table_spec.h"
 
+enum { TABLE_MAX_PHASES = 8 }; /* phases timed apart; later ones are not estimated */
+
 enum table_cell_kind {
   CELL_EMPTY,   /* the row has no experiment for this column */
   CELL_NEW,     /* nothing trained yet */
@@ -23,10 +25,12 @@ struct table_cell_state {
   char experiment[4200], name[CLI_NAME_MAX + 1], run_dir[4200];
   long step, total_steps;   /* checkpoint step; steps the experiment trains (at most) */
   double train_s;           /* training seconds so far (train.log), NAN if none */
-  double log_s_per_step;    /* from its own train.log's last rows, NAN if none */
-  double model_s_per_step;  /* the cost model's, NAN unless needed */
-  double s_per_step;        /* what the estimate uses, NAN if unknown */
-  bool measured;            /* s_per_step comes from a train.log, not the cost model */
+  int nphases;              /* train.phases, or 1 */
+  long phase_left[TABLE_MAX_PHASES];     /* steps each phase still trains */
+  double phase_factor[TABLE_MAX_PHASES]; /* cost model: a step's cost in left-to-right steps */
+  double phase_rate[TABLE_MAX_PHASES];   /* s/step in its own train.log's rows, NAN if none */
+  double model_s_per_step;  /* the cost model's left-to-right step, NAN unless needed */
+  bool measured;            /* every phase still to train timed from a train.log */
   double estimate_s;        /* training time still to go */
   uint64_t cost_fp;         /* model + train settings: cells with equal ones cost alike */
   char error[1024];
