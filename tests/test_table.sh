@@ -141,6 +141,11 @@ train_log 10 10 20 20 25 100 30 200 35 300 40 500 45 600 25 35 30 50 35 65 40 80
 "$intrus" table --dry-run -r est ins-table.cfg > plan-ins.txt 2>&1
 expect "20 sampled steps at the sampled phase's 3 s: 60 s, measured" \
   grep -q "resume .*est/tt-ins at step 40 of 60, 60 s" plan-ins.txt
+# A 300 s pause between steps 30 and 35 (SIGSTOP): one interval of the median.
+train_log 10 10 20 20 25 35 30 50 35 365 40 380 > est/tt-ins/train.log
+"$intrus" table --dry-run -r est ins-table.cfg > plan-ins.txt 2>&1
+expect "a pause does not move the estimate" \
+  grep -q "resume .*est/tt-ins at step 40 of 60, 60 s" plan-ins.txt
 
 # ---- uninterrupted, then killed and resumed ------------------------------------------
 "$intrus" table -q -r ref -O ref-out table.cfg > ref.txt 2>&1

@@ -94,22 +94,28 @@ static bool log_rows_read(const char *run_dir, struct log_rows *r) {
   return r->n > 0;
 }
 
-/* Seconds per step over the last rows (up to 5 intervals) with lo <= step <= hi: the row
- * at lo, the step a phase began after, times where the phase starts. The last rows, not
- * the phase's average: the current speed, not that of a first interval slowed by a
- * resume. NAN without two such rows. */
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Seconds per step of the phase whose rows are lo <= step <= hi (the row at lo, the step
+ * the phase began after, times where it starts): the median over the intervals between
+ * its last rows (up to 20). The last rows, not the phase's average: the current speed.
+ * The median, not their mean: a pause, or a stretch shared with another job, moves a
+ * few intervals, not the estimate. NAN without two such rows. */
 static double log_rate(const struct log_rows *r, long lo, long hi) {
-  enum { BACK = 5 };
-  long last = -1, first = -1;
-  for (long i = (long)r->n - 1; i >= 0; i--) {
-    if (r->step[i] > hi) continue;
-    if (r->step[i] < lo) break;
-    if (last < 0) last = i;
-    first = i;
-    if (last - first == BACK) break;
-  }
-  if (last < 0 || first == last || !(r->secs[last] > r->secs[first])) return NAN;
-  return (r->secs[last] - r->secs[first]) / (double)(r->step[last] - r->step[first]);
+  enum { BACK = 20 };
+  double rate[BACK];
+  int n = 0;
+  long i = (long)r->n - 1;
+  while (i >= 0 && r->step[i] > hi) i--;
+  for (; i >= 1 && n < BACK && r->step[i - 1] >= lo; i--)
+    if (r->secs[i] > r->secs[i - 1])
+      rate[n++] = (r->secs[i] - r->secs[i - 1]) / (double)(r->step[i] - r->step[i - 1]);
+  if (n == 0) return NAN;
+  qsort(rate, (size_t)n, sizeof *rate, cmp_double);
+  return n % 2 ? rate[n / 2] : 0.5 * (rate[n / 2 - 1] + rate[n / 2]);
 }
 
 /* ---- the cost model --------------------------------------------------------------- */
@@ -316,10 +322,15 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   struct log_rows rows;
   if (log_rows_read(cs->run_dir, &rows)) {
     cs->train_s = rows.secs[rows.n - 1];
-    /* The phase it is in, and the one before (whose end is known: where this began). */
+    /* The phase it is in, from where it began; the ones before, back from there by
+     * their steps (a phase that stopped at a plateau ran fewer: its predecessor's rows
+     * are then looked for a little early). */
     if (cur < cs->nphases) cs->phase_rate[cur] = log_rate(&rows, start, start + steps[cur]);
-    if (cur >= 1 && cur - 1 < cs->nphases)
-      cs->phase_rate[cur - 1] = log_rate(&rows, start - steps[cur - 1], start);
+    long end = start;
+    for (int p = (cur < cs->nphases ? cur : cs->nphases) - 1; p >= 0; p--) {
+      cs->phase_rate[p] = log_rate(&rows, end - steps[p], end);
+      end -= steps[p];
+    }
     log_rows_free(&rows);
   }
   if (results_match(cs->run_dir, fp)) cs->state = CELL_DONE;
