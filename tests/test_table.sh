@@ -134,8 +134,8 @@ expect "40 sampled steps after 1 s pretraining steps: about 232 s, modelled" \
 "$intrus" train -q -n 40 -o est/tt-ins ins.cfg > train-est.txt 2>&1
 expect "the phased run trains into its sampled phase" test $? -eq 0
 # A first try reached step 45 and was killed; resumed from step 20, steps 25-40 were
-# logged again: the later rows count (the last five intervals of the first try's rows
-# would give no speed at all).
+# logged again (as before resumes trimmed train.log): the later rows count (taken in
+# file order, the intervals would give 18 s a step).
 train_log 10 10 20 20 25 100 30 200 35 300 40 500 45 600 25 35 30 50 35 65 40 80 \
   > est/tt-ins/train.log
 "$intrus" table --dry-run -r est ins-table.cfg > plan-ins.txt 2>&1

@@ -55,20 +55,17 @@ static bool checkpoint_where(const char *run_dir, long *step, int *phase, long *
   return ok;
 }
 
-/* train.log's rows as (step, train_s), steps strictly increasing: a run resumed from a
- * checkpoint older than its last rows logs those steps again, and the later rows replace
- * the earlier ones. */
-struct log_rows {
-  long *step;
-  double *secs;
-  size_t n, cap_step, cap_secs;
+/* train.log's rows as (step, train_s), steps strictly increasing. A log from before
+ * resumes trimmed it (run_log_trim) repeats the steps a killed run logged after its
+ * last checkpoint: the later rows replace the earlier ones, as `intrus plot` reads them. */
+struct log_row {
+  long step;
+  double secs;
 };
-
-static void log_rows_free(struct log_rows *r) {
-  free(r->step);
-  free(r->secs);
-  memset(r, 0, sizeof *r);
-}
+struct log_rows {
+  struct log_row *row;
+  size_t n, cap;
+};
 
 static bool log_rows_read(const char *run_dir, struct log_rows *r) {
   char path[4300], line[1024];
@@ -79,18 +76,17 @@ static bool log_rows_read(const char *run_dir, struct log_rows *r) {
   while (fgets(line, sizeof line, f)) {
     const char *tab = strrchr(line, '\t');
     if (line[0] < '0' || line[0] > '9' || !tab) continue;
-    long step = strtol(line, NULL, 10);
-    double secs = strtod(tab + 1, NULL);
-    if (step <= 0 || !(secs > 0)) continue;
-    while (r->n > 0 && r->step[r->n - 1] >= step) r->n--;
-    xgrow((void **)&r->step, &r->cap_step, r->n + 1, sizeof *r->step, 256);
-    xgrow((void **)&r->secs, &r->cap_secs, r->n + 1, sizeof *r->secs, 256);
-    r->step[r->n] = step;
-    r->secs[r->n] = secs;
-    r->n++;
+    struct log_row row = {strtol(line, NULL, 10), strtod(tab + 1, NULL)};
+    if (row.step <= 0 || !(row.secs > 0)) continue;
+    while (r->n > 0 && r->row[r->n - 1].step >= row.step) r->n--;
+    xgrow((void **)&r->row, &r->cap, r->n + 1, sizeof *r->row, 256);
+    r->row[r->n++] = row;
   }
   fclose(f);
-  if (r->n == 0) log_rows_free(r);
+  if (r->n == 0) {
+    free(r->row);
+    r->row = NULL;
+  }
   return r->n > 0;
 }
 
@@ -108,11 +104,12 @@ static double log_rate(const struct log_rows *r, long lo, long hi) {
   enum { BACK = 20 };
   double rate[BACK];
   int n = 0;
+  const struct log_row *w = r->row;
   long i = (long)r->n - 1;
-  while (i >= 0 && r->step[i] > hi) i--;
-  for (; i >= 1 && n < BACK && r->step[i - 1] >= lo; i--)
-    if (r->secs[i] > r->secs[i - 1])
-      rate[n++] = (r->secs[i] - r->secs[i - 1]) / (double)(r->step[i] - r->step[i - 1]);
+  while (i >= 0 && w[i].step > hi) i--;
+  for (; i >= 1 && n < BACK && w[i - 1].step >= lo; i--)
+    if (w[i].secs > w[i - 1].secs)
+      rate[n++] = (w[i].secs - w[i - 1].secs) / (double)(w[i].step - w[i - 1].step);
   if (n == 0) return NAN;
   qsort(rate, (size_t)n, sizeof *rate, cmp_double);
   return n % 2 ? rate[n / 2] : 0.5 * (rate[n / 2 - 1] + rate[n / 2]);
@@ -321,7 +318,7 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   cs->model_s_per_step = NAN;
   struct log_rows rows;
   if (log_rows_read(cs->run_dir, &rows)) {
-    cs->train_s = rows.secs[rows.n - 1];
+    cs->train_s = rows.row[rows.n - 1].secs;
     /* The phase it is in, from where it began; the ones before, back from there by
      * their steps (a phase that stopped at a plateau ran fewer: its predecessor's rows
      * are then looked for a little early). */
@@ -331,7 +328,7 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
       cs->phase_rate[p] = log_rate(&rows, end - steps[p], end);
       end -= steps[p];
     }
-    log_rows_free(&rows);
+    free(rows.row);
   }
   if (results_match(cs->run_dir, fp)) cs->state = CELL_DONE;
   else if (have_ckpt) cs->state = CELL_PARTIAL;
