@@ -504,6 +504,87 @@ static void test_bootstrap(void) {
   vt->destroy(self);
 }
 
+/* sacreBLEU 2.3.1's own paired bootstrap (scripts/reference/sacrebleu_bootstrap.py, run
+ * with NumPy 1.24) on two pairs of systems: the scores, each system's resample mean and
+ * 95% half-width, and the p-value must be sacreBLEU's for the same seed and sample count,
+ * which needs its resamples index for index. */
+static double *file_stats(void *self, const char *ref_name, const char *hyp_name, int *nseg) {
+  char rel[256];
+  snprintf(rel, sizeof rel, "tests/data/bootstrap/%s", ref_name);
+  char *ref = test_read_srcfile(rel);
+  snprintf(rel, sizeof rel, "tests/data/bootstrap/%s", hyp_name);
+  char *hyp = test_read_srcfile(rel);
+  if (!ref || !hyp) {
+    fprintf(stderr, "cannot read the bootstrap fixtures (%s, %s)\n", ref_name, hyp_name);
+    exit(99);
+  }
+  int ss = vt->stats_size(self), n = 0;
+  double *stats = NULL;
+  char *rs = ref, *hs = hyp;
+  while (*rs && *hs) {
+    char *re = strchr(rs, '\n'), *he = strchr(hs, '\n');
+    if (!re || !he) break;
+    *re = *he = '\0';
+    stats = realloc(stats, (size_t)(n + 1) * ss * sizeof *stats);
+    const char *refs[1] = {rs};
+    struct intrus_error err = {0};
+    EXPECT(vt->segment_stats(self, hs, refs, 1, stats + (size_t)n * ss, &err) == INTRUS_OK,
+           "%s", err.msg);
+    n++;
+    rs = re + 1;
+    hs = he + 1;
+  }
+  EXPECT(*rs == '\0' && *hs == '\0', "%s and %s differ in length", ref_name, hyp_name);
+  free(ref);
+  free(hyp);
+  *nseg = n;
+  return stats;
+}
+
+static void test_bootstrap_sacrebleu(void) {
+  void *self = make_bleu(NULL);
+  char *table = test_read_srcfile("tests/data/bootstrap/sacrebleu.txt");
+  EXPECT(table != NULL, "no tests/data/bootstrap/sacrebleu.txt");
+  if (!table) return;
+  int rows = 0;
+  for (char *line = strtok(table, "\n"); line; line = strtok(NULL, "\n")) {
+    if (line[0] == '#') continue;
+    char name[32];
+    unsigned long long seed;
+    int samples;
+    double want[7];
+    if (sscanf(line, "%31s %llu %d %lf %lf %lf %lf %lf %lf %lf", name, &seed, &samples,
+               &want[0], &want[1], &want[2], &want[3], &want[4], &want[5], &want[6]) != 10) {
+      EXPECT(0, "malformed fixture line: %s", line);
+      continue;
+    }
+    char ref[64], fa[64], fb[64];
+    snprintf(ref, sizeof ref, "%s-ref.txt", name);
+    snprintf(fa, sizeof fa, "%s-a.txt", name);
+    snprintf(fb, sizeof fb, "%s-b.txt", name);
+    int na, nb;
+    double *a = file_stats(self, ref, fa, &na), *b = file_stats(self, ref, fb, &nb);
+    struct intrus_bootstrap_result r;
+    struct intrus_error err = {0};
+    EXPECT(na == nb && na > 0, "%s: %d and %d segments", name, na, nb);
+    EXPECT(intrus_paired_bootstrap(vt, self, na, a, b, samples, seed, &r, &err) == INTRUS_OK,
+           "%s", err.msg);
+    double got[7] = {r.a.score, r.a.mean, r.a.ci, r.b.score, r.b.mean, r.b.ci, r.p_sacrebleu};
+    static const char *what[7] = {"A score", "A mean", "A ci", "B score", "B mean", "B ci",
+                                  "p"};
+    for (int k = 0; k < 7; k++)
+      EXPECT(fabs(got[k] - want[k]) <= 1e-9 * (1 + fabs(want[k])),
+             "%s seed %llu, %d samples: %s %.17g, sacreBLEU %.17g", name, seed, samples,
+             what[k], got[k], want[k]);
+    free(a);
+    free(b);
+    rows++;
+  }
+  EXPECT(rows == 8, "%d fixture rows", rows);
+  free(table);
+  vt->destroy(self);
+}
+
 /* ---- intrus eval bleu -------------------------------------------------------------- */
 
 /* The file name in the test's directory, holding text. */
@@ -719,6 +800,7 @@ int main(void) {
   test_whitespace();
   test_settings_and_errors();
   test_bootstrap();
+  test_bootstrap_sacrebleu();
   test_cli();
 
   test_remove_tmpdir();

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eval/numpy_rng.h"
 #include "intrus/eval.h"
-#include "intrus/rng.h"
 
 static int cmp_double(const void *pa, const void *pb) {
   double a = *(const double *)pa, b = *(const double *)pb;
@@ -65,7 +65,7 @@ enum intrus_status intrus_paired_bootstrap(const struct intrus_evaluator_vtable 
   double *sc_b = malloc((size_t)samples * sizeof *sc_b);
   double *diff = malloc((size_t)samples * sizeof *diff);
   enum intrus_status st = INTRUS_OK;
-  struct intrus_rng rng;
+  struct intrus_np_rng rng;
   double mean_diff = 0, real;
   int above = 0;
   if (!sum_a || !sum_b || !sc_a || !sc_b || !diff) {
@@ -83,13 +83,15 @@ enum intrus_status intrus_paired_bootstrap(const struct intrus_evaluator_vtable 
       (st = primary_score(vt, self, sum_b, &out->b.score, err)))
     goto done;
 
-  intrus_rng_seed(&rng, seed);
+  /* sacreBLEU's resamples: np.random.default_rng(seed).choice(nseg, size=(samples,
+   * nseg)), row by row, so the same seed and count give sacreBLEU's p-value. */
+  intrus_np_rng_seed(&rng, seed);
   for (int s = 0; s < samples; s++) {
     memset(sum_a, 0, (size_t)ss * sizeof *sum_a);
     memset(sum_b, 0, (size_t)ss * sizeof *sum_b);
     for (int i = 0; i < nseg; i++) {
       /* One index for both systems: that pairing is what makes the test paired. */
-      size_t j = (size_t)intrus_rng_below(&rng, (uint64_t)nseg);
+      size_t j = intrus_np_rng_below(&rng, (uint64_t)nseg);
       const double *ra = stats_a + j * (size_t)ss, *rb = stats_b + j * (size_t)ss;
       for (int k = 0; k < ss; k++) {
         sum_a[k] += ra[k];

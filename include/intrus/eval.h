@@ -16,8 +16,8 @@ extern "C" {
 #endif
 
 #define INTRUS_BOOTSTRAP_DEFAULT_SAMPLES 1000
-/* sacreBLEU's default seed (SACREBLEU_SEED unset); a default, not an attempt to draw
- * the same resamples as numpy does. */
+/* sacreBLEU's default seed (SACREBLEU_SEED unset), with which it draws the same
+ * resamples as intrus_paired_bootstrap. */
 #define INTRUS_BOOTSTRAP_DEFAULT_SEED 12345
 
 struct intrus_bootstrap_system {
@@ -46,9 +46,10 @@ struct intrus_bootstrap_result {
  * both systems, sums each system's statistics over them and scores the sums.
  *
  * stats_a, stats_b: nseg rows of vt->stats_size(self) doubles (segment_stats output,
- * row-major). samples <= 0 means INTRUS_BOOTSTRAP_DEFAULT_SAMPLES. The same seed gives
- * the same result (intrus_rng). Passing the same array twice gives one system's
- * confidence interval. */
+ * row-major). samples <= 0 means INTRUS_BOOTSTRAP_DEFAULT_SAMPLES. The indices are the
+ * ones sacreBLEU draws (NumPy's default_rng(seed).choice, reproduced in C), so the same
+ * seed and sample count give sacreBLEU's resamples, means, intervals and p-value.
+ * Passing the same array twice gives one system's confidence interval. */
 enum intrus_status intrus_paired_bootstrap(const struct intrus_evaluator_vtable *vt,
                                            void *self, int nseg, const double *stats_a,
                                            const double *stats_b, int samples, uint64_t seed,
