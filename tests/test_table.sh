@@ -147,6 +147,43 @@ train_log 10 10 20 20 25 35 30 50 35 365 40 380 > est/tt-ins/train.log
 expect "a pause does not move the estimate" \
   grep -q "resume .*est/tt-ins at step 40 of 60, 60 s" plan-ins.txt
 
+# ---- --dry-run times a phase from another run of the same phase ----------------------
+# Another table in the same runs directory, whose cells tt-ins is none of: an INTRUS
+# experiment with another schedule and other step counts (the same model, batch and
+# phases: 30 x 1 s + 10 x 3 s), one without pretraining (25 x 3 s, its first phase being
+# tt-ins's second) and one of a wider model (nothing to borrow: modelled).
+ins_experiment() { # NAME D_MODEL PHASES
+  cat > "$1.cfg" <<EOF
+@include "common.cfg"
+name = "$1";
+model: { d_model = $2; canonical = true;
+  encoder: { plugin = "transformer"; layers = 1; heads = 2; ff = 64; dropout = 0.0; };
+  decoder: { plugin = "insertion"; layers = 1; heads = 2; ff = 64; dropout = 0.0; };
+};
+train: { batch_tokens = 400; lr = 1e-3; warmup = 20; log_every = 10; valid_every = 100;
+  valid_bleu = 0; checkpoint_every = 10; phases = ( $3 ); };
+EOF
+}
+pre='{ name = "pre"; order = { plugin = "uniform"; }; loss = "uniform"; states = "one"; steps = 30; }'
+smp='{ name = "smp"; order = { plugin = "sampled"; temperature = 0.5; }; loss = "main"; states = "some"; per_sentence = 4;'
+ins_experiment tt-other 32 "$pre, $smp steps = 10; }"
+ins_experiment tt-nopre 32 "$smp steps = 25; }"
+ins_experiment tt-wide 48 "$pre, $smp steps = 10; }"
+cat > other-table.cfg <<'EOF'
+title = "others";
+baseline = "other";
+columns = ( { name = "en-de"; title = "En-De"; } );
+rows = ( { name = "other"; title = "other"; experiments = { en-de = "tt-other.cfg"; }; },
+         { name = "nopre"; title = "no pretraining"; experiments = { en-de = "tt-nopre.cfg"; }; },
+         { name = "wide"; title = "wider"; experiments = { en-de = "tt-wide.cfg"; }; } );
+EOF
+"$intrus" table --dry-run -r est other-table.cfg > plan-other.txt 2>&1
+expect "another schedule of the same phases is timed from tt-ins: 60 s" \
+  grep -q "train .*est/tt-other, 40 steps, 60 s$" plan-other.txt
+expect "a run of the sampled phase alone is timed from tt-ins's sampled phase: 75 s" \
+  grep -q "train .*est/tt-nopre, 25 steps, 75 s$" plan-other.txt
+expect "a wider model is modelled" grep -q "train .*est/tt-wide, 40 steps, ~" plan-other.txt
+
 # ---- uninterrupted, then killed and resumed ------------------------------------------
 "$intrus" table -q -r ref -O ref-out table.cfg > ref.txt 2>&1
 expect "the uninterrupted table runs" test $? -eq 0

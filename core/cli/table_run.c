@@ -1,15 +1,18 @@
 /* What each cell of a results table still needs, and how long that should take. */
+#include <dirent.h>
 #include <inttypes.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "intrus/blas.h"
 #include "intrus/checkpoint.h"
 #include "intrus/corpus.h"
+#include "intrus/rng.h"
 #include "table_run.h"
 #include "text/dataset.h"
 #include "base/clock.h"
@@ -19,7 +22,7 @@
 
 /* results.json of exactly these settings (its "fingerprint") and the test output. */
 static bool results_match(const char *run_dir, uint64_t fp) {
-  char path[4300], *json = NULL, want[64];
+  char path[4500], *json = NULL, want[64];
   size_t len;
   struct intrus_error e = {0};
   snprintf(path, sizeof path, "%s/test.hyp", run_dir);
@@ -35,7 +38,7 @@ static bool results_match(const char *run_dir, uint64_t fp) {
 /* The checkpoint's step and, for a phased run, the phase it is in and the step that
  * phase began after (0 and 0 without phases). false when there is no checkpoint. */
 static bool checkpoint_where(const char *run_dir, long *step, int *phase, long *phase_start) {
-  char path[4300];
+  char path[4500];
   snprintf(path, sizeof path, "%s/checkpoint.ckpt", run_dir);
   if (access(path, R_OK) != 0) return false;
   struct intrus_ckpt *c;
@@ -68,7 +71,7 @@ struct log_rows {
 };
 
 static bool log_rows_read(const char *run_dir, struct log_rows *r) {
-  char path[4300], line[1024];
+  char path[4500], line[1024];
   memset(r, 0, sizeof *r);
   snprintf(path, sizeof path, "%s/train.log", run_dir);
   FILE *f = fopen(path, "r");
@@ -128,6 +131,11 @@ static const char *peek_string(const intrus_cfg *g, const char *key, const char 
   if (g && intrus_cfg_has(g, key)) intrus_cfg_string(g, key, def, &v, NULL);
   return v;
 }
+static bool peek_bool(const intrus_cfg *g, const char *key, bool def) {
+  bool v = def;
+  if (g && intrus_cfg_has(g, key)) intrus_cfg_bool(g, key, def, &v, NULL);
+  return v;
+}
 static const intrus_cfg *peek_group(const intrus_cfg *g, const char *key) {
   const intrus_cfg *v = NULL;
   if (g && intrus_cfg_has(g, key)) intrus_cfg_group(g, key, &v, NULL);
@@ -169,6 +177,51 @@ static int read_phases(const struct intrus_config *cfg, long steps[TABLE_MAX_PHA
     }
   }
   return n;
+}
+
+static uint64_t key_int(uint64_t h, long long v) { return intrus_fnv1a(h, &v, sizeof v); }
+static uint64_t key_str(uint64_t h, const char *v) { return intrus_fnv1a(h, v, strlen(v) + 1); }
+
+/* A Transformer stack's shape: plugin, layers, heads, ff (training's defaults where the
+ * file leaves one out). */
+static uint64_t key_stack(uint64_t h, const intrus_cfg *g, long long d_model) {
+  h = key_str(h, peek_string(g, "plugin", ""));
+  h = key_int(h, peek_int(g, "layers", 6));
+  h = key_int(h, peek_int(g, "heads", 8));
+  return key_int(h, peek_int(g, "ff", 4 * d_model));
+}
+
+/* What one step of phase p costs depends on: the model's shape, the batch, and what the
+ * phase scores (its policy, states, loss); not its schedule (lr, warm-up, steps), its
+ * seed or its corpus (batches are counted in tokens). Values as read, with training's
+ * defaults for what a file leaves out, so an experiment file and the effective.cfg its
+ * run wrote give one key. 0 (none) for a model this does not read: an encoder other
+ * than the Transformer. */
+static uint64_t phase_key(const struct intrus_config *cfg, int p) {
+  const intrus_cfg *root = intrus_config_root(cfg);
+  const intrus_cfg *model = peek_group(root, "model"), *train = peek_group(root, "train");
+  const intrus_cfg *enc = peek_group(model, "encoder"), *dec = peek_group(model, "decoder");
+  if (strcmp(peek_string(enc, "plugin", ""), "transformer") != 0) return 0;
+  long long d = peek_int(model, "d_model", 512);
+  uint64_t h = key_int(INTRUS_FNV_INIT, d);
+  h = key_stack(h, enc, d);
+  h = key_stack(h, dec, d);
+  h = key_str(h, peek_string(dec, "slots", "token"));
+  h = key_int(h, peek_int(train, "batch_tokens", 4000));
+  h = key_int(h, peek_int(train, "micro_batch_tokens", 0));
+  int n = 0;
+  if (!train || !intrus_cfg_has(train, "phases") ||
+      intrus_cfg_list_len(train, "phases", &n, NULL) || n < 1)
+    return key_str(h, "one phase");
+  const intrus_cfg *ph = NULL;
+  if (p >= n || intrus_cfg_list_group(train, "phases", p, &ph, NULL)) return 0;
+  h = key_str(h, peek_string(peek_group(ph, "order"), "plugin", ""));
+  h = key_str(h, peek_string(ph, "loss", "main"));
+  const char *states = peek_string(ph, "states", "all");
+  h = key_str(h, states);
+  h = key_int(h, strcmp(states, "some") == 0 ? peek_int(ph, "per_sentence", 4) : 0);
+  h = key_int(h, peek_bool(ph, "finish_state", false));
+  return h ? h : 1;
 }
 
 /* sgemm GFLOP/s of this machine (a 768^3 product, best of 12: about 0.1 s). */
@@ -278,6 +331,70 @@ enum intrus_status table_check_data(const struct table_state *s, struct intrus_e
 
 /* ---- cells ------------------------------------------------------------------------ */
 
+/* Each phase's seconds per step in run_dir's train.log (NAN where it has too few rows),
+ * for a run of these phases whose checkpoint is in phase cur, begun after step start: the
+ * phase it is in from where it began; the ones before back from there by their steps (a
+ * phase that stopped at a plateau ran fewer: its predecessor's rows are then looked for a
+ * little early). Returns the log's last train_s, NAN without one. */
+static double phase_rates(const char *run_dir, int nphases, const long *steps, int cur,
+                          long start, double *rate) {
+  struct log_rows rows;
+  for (int p = 0; p < nphases; p++) rate[p] = NAN;
+  if (!log_rows_read(run_dir, &rows)) return NAN;
+  double train_s = rows.row[rows.n - 1].secs;
+  if (cur < nphases) rate[cur] = log_rate(&rows, start, start + steps[cur]);
+  long end = start;
+  for (int p = (cur < nphases ? cur : nphases) - 1; p >= 0; p--) {
+    rate[p] = log_rate(&rows, end - steps[p], end);
+    end -= steps[p];
+  }
+  free(rows.row);
+  return train_s;
+}
+
+/* Remembers the phase speeds of the runs in the runs directory that are no cell of this
+ * table, from the effective.cfg each wrote, its checkpoint and its train.log. */
+static void scan_other_runs(struct table_state *s) {
+  DIR *d = opendir(s->runs);
+  if (!d) return;
+  const struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    char dir[4400], path[4500];
+    snprintf(dir, sizeof dir, "%s/%s", s->runs, e->d_name);
+    bool cell = false;
+    for (int k = 0; k < s->t->nrows * s->t->ncols && !cell; k++)
+      cell = s->cells[k / s->t->ncols][k % s->t->ncols].state != CELL_EMPTY &&
+             strcmp(s->cells[k / s->t->ncols][k % s->t->ncols].run_dir, dir) == 0;
+    long step, start;
+    int cur;
+    struct stat st;
+    snprintf(path, sizeof path, "%s/train.log", dir);
+    if (cell || stat(path, &st) != 0 || !checkpoint_where(dir, &step, &cur, &start)) continue;
+    snprintf(path, sizeof path, "%s/effective.cfg", dir);
+    struct intrus_error err = {0};
+    struct intrus_config *cfg = access(path, R_OK) == 0 ? intrus_config_load_file(path, &err)
+                                                        : NULL;
+    if (!cfg) continue;
+    long steps[TABLE_MAX_PHASES];
+    double factor[TABLE_MAX_PHASES], rate[TABLE_MAX_PHASES];
+    int n = read_phases(cfg, steps, factor);
+    phase_rates(dir, n, steps, cur, start, rate);
+    for (int p = 0; p < n; p++) {
+      uint64_t key = phase_key(cfg, p);
+      if (!key || !isfinite(rate[p])) continue;
+      int k = 0;
+      while (k < s->nknown && s->known[k].key != key) k++;
+      if (k == s->nknown && s->nknown == TABLE_MAX_KNOWN) continue;
+      if (k < s->nknown && s->known[k].mtime >= (double)st.st_mtime) continue;
+      s->known[k] = (struct table_known_phase){key, rate[p], (double)st.st_mtime};
+      if (k == s->nknown) s->nknown++;
+    }
+    intrus_config_free(cfg);
+  }
+  closedir(d);
+}
+
 static enum intrus_status examine(struct table_state *s, int r, int c,
                                   struct intrus_error *err) {
   struct table_cell_state *cs = &s->cells[r][c];
@@ -290,8 +407,6 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   if (!cfg) return err->status;
   /* The fingerprints first: the lookups below must not see filled-in settings. */
   uint64_t fp = intrus_config_results_fingerprint(cfg);
-  static const char *const cost_paths[] = {"model", "train"};
-  cs->cost_fp = intrus_config_fingerprint(cfg, cost_paths, 2);
   struct cli_experiment x;
   enum intrus_status st = intrus_cli_experiment(cfg, NULL, s->plugin_path, &x, err);
   if (st) {
@@ -314,22 +429,9 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
     cs->phase_left[p] = left > 0 ? left : 0;
     cs->phase_rate[p] = NAN;
   }
-  cs->train_s = NAN;
   cs->model_s_per_step = NAN;
-  struct log_rows rows;
-  if (log_rows_read(cs->run_dir, &rows)) {
-    cs->train_s = rows.row[rows.n - 1].secs;
-    /* The phase it is in, from where it began; the ones before, back from there by
-     * their steps (a phase that stopped at a plateau ran fewer: its predecessor's rows
-     * are then looked for a little early). */
-    if (cur < cs->nphases) cs->phase_rate[cur] = log_rate(&rows, start, start + steps[cur]);
-    long end = start;
-    for (int p = (cur < cs->nphases ? cur : cs->nphases) - 1; p >= 0; p--) {
-      cs->phase_rate[p] = log_rate(&rows, end - steps[p], end);
-      end -= steps[p];
-    }
-    free(rows.row);
-  }
+  cs->train_s = phase_rates(cs->run_dir, cs->nphases, steps, cur, start, cs->phase_rate);
+  for (int p = 0; p < cs->nphases; p++) cs->phase_key[p] = phase_key(cfg, p);
   if (results_match(cs->run_dir, fp)) cs->state = CELL_DONE;
   else if (have_ckpt) cs->state = CELL_PARTIAL;
   else cs->state = CELL_NEW;
@@ -343,18 +445,23 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
 
 /* The time cell (r, c) still needs, phase by phase (an INTRUS run's sampled step costs
  * several of its pretraining steps): at the speed of that phase in its own train.log,
- * else in the train.log of a cell with the same model and training settings, else the
- * cost model's, scaled by how far the model was off on a phase that was timed. */
+ * else of a phase with the same key (phase_key: same model, batch and what the phase
+ * scores) in another cell's train.log, else in another run's of the runs directory,
+ * else the cost model's, scaled by how far the model was off on a phase that was timed. */
 static void estimate(struct table_state *s, int r, int c) {
   struct table_cell_state *cs = &s->cells[r][c];
   double rate[TABLE_MAX_PHASES];
   for (int p = 0; p < cs->nphases; p++) {
     rate[p] = cs->phase_rate[p];
-    for (int k = 0; k < s->t->nrows * s->t->ncols && isnan(rate[p]); k++) {
+    uint64_t key = cs->phase_key[p];
+    for (int k = 0; k < s->t->nrows * s->t->ncols && isnan(rate[p]) && key; k++) {
       const struct table_cell_state *o = &s->cells[k / s->t->ncols][k % s->t->ncols];
-      if (o->state != CELL_EMPTY && o->cost_fp == cs->cost_fp && o->nphases == cs->nphases)
-        rate[p] = o->phase_rate[p];
+      if (o->state == CELL_EMPTY) continue;
+      for (int q = 0; q < o->nphases && isnan(rate[p]); q++)
+        if (o->phase_key[q] == key) rate[p] = o->phase_rate[q];
     }
+    for (int k = 0; k < s->nknown && isnan(rate[p]) && key; k++)
+      if (s->known[k].key == key) rate[p] = s->known[k].rate;
   }
   double scale = 1.0;
   for (int p = cs->nphases - 1; p >= 0; p--)
@@ -395,6 +502,11 @@ struct table_state *table_state_new(const struct table_spec *t, const char *runs
         return NULL;
       }
     }
+  bool todo = false;
+  for (int r = 0; r < t->nrows; r++)
+    for (int c = 0; c < t->ncols; c++)
+      todo |= s->cells[r][c].state == CELL_NEW || s->cells[r][c].state == CELL_PARTIAL;
+  if (todo) scan_other_runs(s);
   for (int r = 0; r < t->nrows; r++)
     for (int c = 0; c < t->ncols; c++)
       if (s->cells[r][c].state != CELL_EMPTY) estimate(s, r, c);

@@ -32,7 +32,8 @@ struct table_cell_state {
   double model_s_per_step;  /* the cost model's left-to-right step, NAN unless needed */
   bool measured;            /* every phase still to train timed from a train.log */
   double estimate_s;        /* training time still to go */
-  uint64_t cost_fp;         /* model + train settings: cells with equal ones cost alike */
+  uint64_t phase_key[TABLE_MAX_PHASES]; /* what a step of each phase costs depends on
+                                          * (phase_key in table_run.c); 0: not known */
   char error[1024];
   /* table_score: */
   bool scored;
@@ -44,12 +45,24 @@ struct table_cell_state {
   int b_better, samples;
 };
 
+enum { TABLE_MAX_KNOWN = 256 }; /* phases of other runs remembered for their speed */
+
+/* A phase of a run in the runs directory that is no cell of this table (another table's,
+ * or one trained by hand): its speed times the cells' phases of the same key. */
+struct table_known_phase {
+  uint64_t key;
+  double rate;   /* s/step */
+  double mtime;  /* its train.log's: where several runs have the key, the latest counts */
+};
+
 struct table_state {
   const struct table_spec *t;
   char runs[4096];
   const char *plugin_path;
   double peak_gflops; /* sgemm probe for the cost model; 0 until needed */
   struct table_cell_state cells[TABLE_MAX_ROWS][TABLE_MAX_COLUMNS];
+  int nknown;
+  struct table_known_phase known[TABLE_MAX_KNOWN];
 };
 
 /* Loads every cell's experiment file (a file that does not parse is an error here,
