@@ -203,6 +203,15 @@ if [ -f cut/tt-l2r/results.json ]; then
 fi
 "$intrus" table --dry-run -r cut table.cfg > plan2.txt 2>&1
 expect "after the kill, --dry-run resumes l2r" grep -q "resume .*cut/tt-l2r at step" plan2.txt
+# --no-train: the table of what is finished, nothing trained or decoded.
+cp cut/tt-l2r/checkpoint.ckpt ckpt-before
+"$intrus" table --no-train -r cut -O part-out table.cfg > part.txt 2>&1
+expect "--no-train exits 0" test $? -eq 0
+expect "--no-train trains nothing" cmp -s ckpt-before cut/tt-l2r/checkpoint.ckpt
+expect "--no-train decodes nothing" test ! -f cut/tt-l2r/test.hyp
+expect "--no-train marks the half-trained cell" grep -q "| (not finished) |" part-out/table.md
+expect "--no-train gives the half-trained cell's step" \
+  grep -q "^| l2r | en-de | .cut/tt-l2r. | [1-9][0-9]* | .*| not finished |$" part-out/table.md
 "$intrus" table -q -r cut -O cut-out table.cfg > cut2.txt 2>&1
 expect "the killed table resumes and ends" test $? -eq 0
 for f in tt-l2r/test.hyp tt-r2l/test.hyp; do

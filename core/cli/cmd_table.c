@@ -32,6 +32,9 @@ static const char table_usage[] =
     "Options:\n"
     "  -n, --dry-run          list the cells, what each still needs and an estimated time;\n"
     "                         run nothing\n"
+    "  -s, --no-train         train and decode nothing: score the finished cells and write\n"
+    "                         the table, the others marked not run / not finished (with\n"
+    "                         their step), e.g. while a long table is half done\n"
     "  -O, --out DIR          where the table files go (default: runs/tables/<table name>)\n"
     "  -r, --runs DIR         parent of the run directories, DIR/<experiment name>\n"
     "                         (default: runs, as intrus run)\n"
@@ -41,7 +44,7 @@ static const char table_usage[] =
 
 struct table_args {
   const char *table, *out, *runs, *plugin_path;
-  bool dry_run, quiet;
+  bool dry_run, no_train, quiet;
 };
 
 static int parse_args(int argc, char **argv, struct table_args *a) {
@@ -49,14 +52,16 @@ static int parse_args(int argc, char **argv, struct table_args *a) {
       {"dry-run", no_argument, NULL, 'n'},         {"out", required_argument, NULL, 'O'},
       {"runs", required_argument, NULL, 'r'},      {"plugin-path", required_argument, NULL, 'p'},
       {"quiet", no_argument, NULL, 'q'},           {"help", no_argument, NULL, 'h'},
+      {"no-train", no_argument, NULL, 's'},
       {NULL, 0, NULL, 0}};
   memset(a, 0, sizeof *a);
   a->runs = "runs";
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, "nO:r:p:qh", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "nsO:r:p:qh", longopts, NULL)) != -1) {
     switch (c) {
     case 'n': a->dry_run = true; break;
+    case 's': a->no_train = true; break;
     case 'O': a->out = optarg; break;
     case 'r': a->runs = optarg; break;
     case 'p': a->plugin_path = optarg; break;
@@ -175,13 +180,14 @@ int intrus_cmd_table(int argc, char **argv) {
     return intrus_cli_fail("table", &err);
   }
   table_print_plan(s, stdout);
+  if (a.no_train) printf("--no-train: nothing above is trained or decoded; the table holds the finished cells\n");
   fflush(stdout);
   if (a.dry_run) {
     table_state_free(s);
     table_spec_free(t);
     return INTRUS_EXIT_OK;
   }
-  if (table_check_data(s, &err)) {
+  if (!a.no_train && table_check_data(s, &err)) {
     table_state_free(s);
     table_spec_free(t);
     rc = intrus_cli_fail("table", &err);
@@ -194,7 +200,7 @@ int intrus_cmd_table(int argc, char **argv) {
   for (int r = 0; r < t->nrows; r++)
     for (int c = 0; c < t->ncols; c++) todo += s->cells[r][c].state == CELL_NEW ||
                                                s->cells[r][c].state == CELL_PARTIAL;
-  for (int r = 0; r < t->nrows; r++)
+  for (int r = 0; r < t->nrows && !a.no_train; r++)
     for (int c = 0; c < t->ncols; c++) {
       struct table_cell_state *cs = &s->cells[r][c];
       if (cs->state != CELL_NEW && cs->state != CELL_PARTIAL) continue;
