@@ -2,12 +2,15 @@
 # Installs the Debian 12 packages intrus needs to build, test and run (as root); clang
 # and libclang-rt-14-dev are for `make fuzz` (libFuzzer) only, openmpi-bin and
 # libopenmpi-dev for the data-parallel build (./configure --with-mpi) only, python3 for
-# the image data scripts' test (scripts/data/*.py use its standard library).
+# the image data scripts' test (scripts/data/*.py use its standard library), apertium,
+# apertium-eng-spa and apertium-bel-rus for `intrus analyze order --pos` (English and
+# Russian parts of speech) only.
 #   sudo scripts/install-deps.sh
 set -eu
 PACKAGES="build-essential autoconf automake libtool libltdl-dev pkg-config \
 libopenblas-dev libconfig-dev libutf8proc-dev zlib1g-dev libmecab-dev mecab-ipadic-utf8 \
-libcairo2-dev libpng-dev valgrind clang libclang-rt-14-dev openmpi-bin libopenmpi-dev python3"
+libcairo2-dev libpng-dev valgrind clang libclang-rt-14-dev openmpi-bin libopenmpi-dev python3 \
+apertium apertium-eng-spa apertium-bel-rus"
 if [ "$(id -u)" -ne 0 ]; then
   echo "install-deps.sh: run as root (sudo $0)" >&2
   exit 1

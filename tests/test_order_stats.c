@@ -12,6 +12,7 @@
 #include <cairo.h>
 
 #include "viz/order_stats.h"
+#include "viz/pos_tag.h"
 #include "viz/plot.h"
 #include "testutil.h"
 
@@ -203,6 +204,126 @@ static void test_time(void) {
   EXPECT(rc == 2, "no -o: exit %d", rc);
 }
 
+/* ---- parts of speech (pos_tag.c) ------------------------------------------------ */
+
+static void test_pos_tags(void) {
+  static const struct {
+    const char *analysis;
+    enum pos_class want;
+  } cases[] = {
+      {"cat<n><sg>", POS_NOUN},          {"Paris<np><loc>", POS_NOUN},
+      {"give<vblex><past>", POS_VERB},   {"be<vbser><pri><p3><sg>", POS_VERB},
+      {"can<vaux><past>", POS_VERB},     {"old<adj><sint>", POS_ADJ},
+      {"only<adv>", POS_ADV},            {"prpers<prn><subj>", POS_PRON},
+      {"on<pr>", POS_ADP},               {"but<cnjcoo>", POS_CONJ},
+      {"if<cnjadv>", POS_CONJ},          {"the<det><def><sp>", POS_DET},
+      {"two<num><pl>", POS_NUM},         {",<cm>", POS_PUNCT},
+      {".<sent>", POS_PUNCT},            {"(<lpar>", POS_PUNCT},
+      {"*tick", POS_OTHER},              {"oh<ij>", POS_OTHER},
+      {"do<vbdo><pri>+not<adv>", POS_VERB}, {"", POS_OTHER},
+      {"nbsp", POS_OTHER},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    EXPECT(pos_class_of_analysis(cases[i].analysis) == cases[i].want, "'%s': %s, want %s",
+           cases[i].analysis, pos_class_name(pos_class_of_analysis(cases[i].analysis)),
+           pos_class_name(cases[i].want));
+  EXPECT(pos_default_mode("de") == NULL && pos_default_mode(NULL) == NULL &&
+             pos_default_mode("en") && pos_default_mode("ru"),
+         "Debian has analysers for en and ru, none for de");
+}
+
+/* English through apertium-eng-spa: its HMM tagger, a multiword unit ("at the bottom
+ * of": four prepositions), text outside units ("%", "+", the escaped "/"), a word the
+ * analyser does not know ("zorblax"), and two sentences kept apart. */
+static void test_pos_english(void) {
+  const char *mode = pos_default_mode("en");
+  if (access(mode, R_OK) != 0) {
+    printf("# %s is not installed (apt-get install apertium-eng-spa): English parts of "
+           "speech not checked\n", mode);
+    return;
+  }
+  char *words[] = {"The", "cat", "sat", "at", "the", "bottom", "of", "the", "stairs", ".",
+                   "She", "opened", "%MOD1+Up/Down", "and", "zorblax", "two", "files",
+                   "quickly"};
+  static const enum pos_class want[] = {
+      POS_DET,  POS_NOUN, POS_VERB,  POS_ADP,  POS_ADP, POS_ADP, POS_ADP, POS_DET, POS_NOUN,
+      POS_PUNCT, POS_PRON, POS_VERB, POS_OTHER, POS_CONJ, POS_OTHER, POS_NUM, POS_NOUN,
+      POS_ADV};
+  long start[] = {0, 10, 18};
+  int cls[18];
+  struct pos_tag_info info;
+  struct intrus_error err = {0};
+  EXPECT(pos_tag_apertium(mode, words, start, 2, cls, &info, &err) == INTRUS_OK, "%s",
+         err.msg);
+  for (int i = 0; i < 18; i++)
+    EXPECT(cls[i] == (int)want[i], "'%s': %s, want %s", words[i],
+           pos_class_name((enum pos_class)cls[i]), pos_class_name(want[i]));
+  EXPECT(info.hmm, "the English pair's HMM tagger ran");
+  EXPECT(info.unknown >= 2, "%ld unknown words (MOD1 and zorblax at least)", info.unknown);
+
+  /* A tagger that fails (as Debian 12's Russian one crashes): the first reading of each
+   * unit the analyser leaves, and info says so. */
+  char broken_tagger[512];
+  snprintf(broken_tagger, sizeof broken_tagger,
+           "lt-proc '/usr/share/apertium/apertium-eng-spa/eng-spa.automorf.bin' | "
+           "apertium-tagger -g $2 '%s'\n", test_tmp_path("missing.prob"));
+  test_write_file(test_tmp_path("no-tagger.mode"), broken_tagger);
+  EXPECT(pos_tag_apertium(test_tmp_path("no-tagger.mode"), words, start, 2, cls, &info, &err) ==
+             INTRUS_OK, "%s", err.msg);
+  EXPECT(!info.hmm, "the failed tagger's readings used");
+  EXPECT(cls[1] == POS_NOUN && cls[3] == POS_ADP && cls[9] == POS_PUNCT && cls[15] == POS_NUM,
+         "first readings: cat %s, at %s, . %s, two %s", pos_class_name(cls[1]),
+         pos_class_name(cls[3]), pos_class_name(cls[9]), pos_class_name(cls[15]));
+
+  /* A mode whose analyser cannot run is an error naming it, not classes. */
+  test_write_file(test_tmp_path("broken.mode"), "no-such-analyser-program x | apertium-tagger -g y\n");
+  EXPECT(pos_tag_apertium(test_tmp_path("broken.mode"), words, start, 2, cls, &info, &err) ==
+             INTRUS_ERR_IO, "a broken pipeline accepted");
+  EXPECT_CONTAINS(err.msg, "cannot run the Apertium pipeline");
+  EXPECT(pos_tag_apertium(test_tmp_path("none.mode"), words, start, 2, cls, &info, &err) ==
+             INTRUS_ERR_IO, "a missing mode file accepted");
+  EXPECT_CONTAINS(err.msg, "apertium-eng-spa");
+
+  /* The command: an English trace by part of speech, and --pos where Debian has no
+   * analyser. */
+  char text[1024], out[8192];
+  snprintf(text, sizeof text, "%s1\t1\tThe\t1\t0.5\n1\t2\tcat\t0\t0\n1\t3\tsat\t2\t1\n",
+           header);
+  test_write_file(test_tmp_path("en.tsv"), text);
+  int rc = test_run_intrus(test_tmpdir, "analyze order en.tsv --lang en --pos", out, sizeof out);
+  EXPECT(rc == 0, "analyze order --pos: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "| nouns | 1 | 0.000 ± 0.000 |");
+  EXPECT_CONTAINS(out, "| determiners | 1 | 0.500 ± 0.000 |");
+  EXPECT_CONTAINS(out, "| verbs | 1 | 1.000 ± 0.000 |");
+  EXPECT_CONTAINS(out, "its HMM tagger's readings");
+  rc = test_run_intrus(test_tmpdir, "analyze order en.tsv --lang de --pos", out, sizeof out);
+  EXPECT(rc == 2, "--pos for German: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "no part-of-speech analyser for 'de'");
+}
+
+/* Russian through apertium-bel-rus, whose HMM tagger crashes in Debian 12: the first
+ * reading the analyser and constraint grammar leave. */
+static void test_pos_russian(void) {
+  const char *mode = pos_default_mode("ru");
+  if (access(mode, R_OK) != 0) {
+    printf("# %s is not installed (apt-get install apertium-bel-rus): Russian parts of "
+           "speech not checked\n", mode);
+    return;
+  }
+  char *words[] = {"Она", "открыла", "новый", "документ", "в", "редакторе", "."};
+  static const enum pos_class want[] = {POS_PRON, POS_VERB, POS_ADJ, POS_NOUN,
+                                        POS_ADP,  POS_NOUN, POS_PUNCT};
+  long start[] = {0, 7};
+  int cls[7];
+  struct pos_tag_info info;
+  struct intrus_error err = {0};
+  EXPECT(pos_tag_apertium(mode, words, start, 1, cls, &info, &err) == INTRUS_OK, "%s",
+         err.msg);
+  for (int i = 0; i < 7; i++)
+    EXPECT(cls[i] == (int)want[i], "'%s': %s, want %s", words[i],
+           pos_class_name((enum pos_class)cls[i]), pos_class_name(want[i]));
+}
+
 int main(void) {
   if (!test_make_tmpdir("/tmp/intrus-order-XXXXXX")) return 99;
   test_classify();
@@ -210,6 +331,9 @@ int main(void) {
   test_bad();
   test_command();
   test_time();
+  test_pos_tags();
+  test_pos_english();
+  test_pos_russian();
   if (!tu_failures) test_remove_tmpdir(); /* kept for a look when a check failed */
   return test_finish("test_order_stats");
 }

@@ -11,6 +11,7 @@
 #include "viz/bars.h"
 #include "viz/plot.h"
 #include "viz/order_stats.h"
+#include "viz/pos_tag.h"
 
 #define MAX_FILES 16
 
@@ -23,17 +24,23 @@ static const char analyze_usage[] =
     "index (0: written first, 1: written last; a word counts from its first-written\n"
     "piece) with its 95%% interval. Classes: punctuation, function words (a closed list\n"
     "for en, de, ru: articles, pronouns, prepositions, conjunctions, auxiliaries,\n"
-    "particles) and content words; other languages get punctuation and words.\n"
+    "particles) and content words; other languages get punctuation and words. With\n"
+    "--pos, by part of speech instead (nouns, verbs, adjectives, adverbs, pronouns,\n"
+    "prepositions, conjunctions, determiners, numerals, punctuation, other), from the\n"
+    "Apertium analyser Debian packages for the language: en (apertium-eng-spa), ru\n"
+    "(apertium-bel-rus); none for de.\n"
     "\n"
     "Options:\n"
     "  -l, --lang L        the language of the outputs (en, de, ru have word lists)\n"
+    "      --pos           classes by part of speech (Apertium; --lang en or ru)\n"
+    "      --pos-mode FILE the Apertium .mode file whose analyser to use (any language)\n"
     "  -L, --label NAME    the name of each file, in order (default: its folder)\n"
     "  -o, --out OUT.png   also draw a bar chart (cairo)\n"
     "      --title TEXT    the chart's title\n"
     "      --json          print JSON instead of the table\n"
     "  -h, --help          this help\n";
 
-enum { OPT_TITLE = 256, OPT_JSON };
+enum { OPT_TITLE = 256, OPT_JSON, OPT_POS, OPT_POS_MODE };
 
 /* "runs/x/trace/order.tsv" -> "trace"; the folder names the system. */
 static void default_label(const char *path, char *out, size_t n) {
@@ -53,8 +60,10 @@ static int analyze_order(int argc, char **argv) {
       {"lang", required_argument, NULL, 'l'}, {"label", required_argument, NULL, 'L'},
       {"out", required_argument, NULL, 'o'},  {"title", required_argument, NULL, OPT_TITLE},
       {"json", no_argument, NULL, OPT_JSON},  {"help", no_argument, NULL, 'h'},
+      {"pos", no_argument, NULL, OPT_POS},    {"pos-mode", required_argument, NULL, OPT_POS_MODE},
       {NULL, 0, NULL, 0}};
-  const char *lang = NULL, *out = NULL, *title = NULL, *labels[MAX_FILES];
+  const char *lang = NULL, *out = NULL, *title = NULL, *labels[MAX_FILES], *pos_mode = NULL;
+  bool pos = false;
   int nlabels = 0;
   bool json = false;
   optind = 1;
@@ -72,6 +81,8 @@ static int analyze_order(int argc, char **argv) {
     case 'o': out = optarg; break;
     case OPT_TITLE: title = optarg; break;
     case OPT_JSON: json = true; break;
+    case OPT_POS: pos = true; break;
+    case OPT_POS_MODE: pos = true; pos_mode = optarg; break;
     case 'h': printf(analyze_usage); return INTRUS_EXIT_OK;
     default: fprintf(stderr, analyze_usage); return INTRUS_EXIT_USAGE;
     }
@@ -86,32 +97,80 @@ static int analyze_order(int argc, char **argv) {
             nlabels, nfiles);
     return INTRUS_EXIT_USAGE;
   }
+  if (pos && !pos_mode && !(pos_mode = pos_default_mode(lang))) {
+    fprintf(stderr, "intrus analyze order: --pos needs --lang en or ru (Debian packages no "
+                    "part-of-speech analyser for %s%s%s; --pos-mode FILE names an Apertium "
+                    "mode), or use the word-list classes\n",
+            lang ? "'" : "other languages", lang ? lang : "", lang ? "'" : "");
+    return INTRUS_EXIT_USAGE;
+  }
   bool have_list = word_list_known(lang);
-  if (lang && !have_list)
+  if (lang && !have_list && !pos)
     fprintf(stderr, "intrus analyze order: no function-word list for '%s' (there are for en, "
                     "de, ru): the classes are punctuation and words\n", lang);
   struct order_stats st[MAX_FILES];
   char names[MAX_FILES][256];
   memset(st, 0, sizeof st);
+  bool hmm = true;
+  long unknown = 0;
   for (int i = 0; i < nfiles; i++) {
     struct intrus_error err = {0};
-    if (order_stats_read(argv[optind + i], have_list ? lang : NULL, &st[i], &err))
-      return intrus_cli_fail("analyze order", &err);
+    struct order_words w;
+    memset(&w, 0, sizeof w);
+    enum intrus_status rs = order_words_read(argv[optind + i], &w, &err);
+    int *cls = rs ? NULL : malloc(((size_t)w.nwords + 1) * sizeof *cls);
+    if (!rs && !cls) rs = intrus_error_set(&err, INTRUS_ERR_NOMEM, "out of memory");
+    if (!rs && pos) {
+      struct pos_tag_info info;
+      rs = pos_tag_apertium(pos_mode, w.word, w.sent_start, w.nsent, cls, &info, &err);
+      /* The analyser's punctuation is not always a tag of its own: the rule decides. */
+      for (long j = 0; !rs && j < w.nwords; j++)
+        if (word_classify(w.word[j], NULL) == WORD_PUNCT) cls[j] = POS_PUNCT;
+      hmm &= info.hmm;
+      unknown += info.unknown;
+      if (rs) intrus_error_prefix(&err, "%s", argv[optind + i]);
+    } else if (!rs) {
+      order_words_classify(&w, have_list ? lang : NULL, cls);
+    }
+    if (!rs) order_stats_add(&st[i], &w, cls);
+    free(cls);
+    order_words_free(&w);
+    if (rs) return intrus_cli_fail("analyze order", &err);
     if (nlabels) snprintf(names[i], sizeof names[i], "%s", labels[i]);
     else default_label(argv[optind + i], names[i], sizeof names[i]);
   }
-  int classes[WORD_CLASSES], ncls = 0;
-  for (int k = 0; k < WORD_CLASSES; k++)
-    if (have_list || k != WORD_FUNCTION) classes[ncls++] = k;
-  double mean[MAX_FILES * WORD_CLASSES], ci[MAX_FILES * WORD_CLASSES];
+  int classes[ORDER_MAX_CLASSES], ncls = 0;
+  if (pos) {
+    for (int k = 0; k < POS_CLASSES; k++) {
+      long n = 0;
+      for (int i = 0; i < nfiles; i++) n += st[i].n[k];
+      if (n) classes[ncls++] = k;
+    }
+  } else {
+    for (int k = 0; k < WORD_CLASSES; k++)
+      if (have_list || k != WORD_FUNCTION) classes[ncls++] = k;
+  }
+  const char *cname[ORDER_MAX_CLASSES];
+  for (int j = 0; j < ncls; j++)
+    cname[j] = pos ? pos_class_name((enum pos_class)classes[j])
+                   : word_class_name((enum word_class)classes[j], have_list);
+  double mean[MAX_FILES * ORDER_MAX_CLASSES], ci[MAX_FILES * ORDER_MAX_CLASSES];
   for (int i = 0; i < nfiles; i++)
     for (int j = 0; j < ncls; j++)
-      mean[i * ncls + j] = order_stats_mean(&st[i], (enum word_class)classes[j], &ci[i * ncls + j]);
+      mean[i * ncls + j] = order_stats_mean(&st[i], classes[j], &ci[i * ncls + j]);
 
   if (json) {
     printf("{\"lang\": ");
-    if (have_list) cli_json_string(stdout, lang);
+    if (have_list || (pos && lang)) cli_json_string(stdout, lang);
     else printf("null");
+    printf(", \"classes_by\": ");
+    if (pos) {
+      cli_json_string(stdout, pos_mode);
+      printf(", \"tagger\": \"%s\", \"unknown_words\": %ld", hmm ? "hmm" : "first reading",
+             unknown);
+    } else {
+      printf("\"word list\"");
+    }
     printf(", \"systems\": [");
     for (int i = 0; i < nfiles; i++) {
       printf("%s\n {\"name\": ", i ? "," : "");
@@ -121,9 +180,8 @@ static int analyze_order(int argc, char **argv) {
       printf(", \"sentences\": %ld, \"skipped\": %ld, \"words\": %ld, \"classes\": {",
              st[i].sentences, st[i].skipped, st[i].words);
       for (int j = 0; j < ncls; j++) {
-        enum word_class k = (enum word_class)classes[j];
-        printf("%s\"%s\": {\"words\": %ld, \"mean\": ", j ? ", " : "", word_class_name(k, have_list),
-               st[i].n[k]);
+        int k = classes[j];
+        printf("%s\"%s\": {\"words\": %ld, \"mean\": ", j ? ", " : "", cname[j], st[i].n[k]);
         if (isfinite(mean[i * ncls + j])) printf("%.4f", mean[i * ncls + j]);
         else printf("null");
         printf(", \"ci95\": %.4f}", ci[i * ncls + j]);
@@ -138,8 +196,8 @@ static int analyze_order(int argc, char **argv) {
     for (int i = 0; i < nfiles; i++) printf("---:|---:|");
     printf("\n");
     for (int j = 0; j < ncls; j++) {
-      enum word_class k = (enum word_class)classes[j];
-      printf("| %s |", word_class_name(k, have_list));
+      int k = classes[j];
+      printf("| %s |", cname[j]);
       for (int i = 0; i < nfiles; i++) {
         printf(" %ld |", st[i].n[k]);
         if (isfinite(mean[i * ncls + j]))
@@ -152,10 +210,14 @@ static int analyze_order(int argc, char **argv) {
     for (int i = 0; i < nfiles; i++)
       printf("%s: %ld sentences, %ld words (%ld sentences of fewer than 2 tokens skipped)\n",
              names[i], st[i].sentences, st[i].words, st[i].skipped);
+    if (pos)
+      printf("parts of speech: %s, %s; %ld words unknown to the analyser (class other)\n",
+             pos_mode, hmm ? "its HMM tagger's readings" : "the first reading the analyser "
+             "and constraint grammar leave (its HMM tagger failed)", unknown);
   }
   if (out) {
-    const char *cats[WORD_CLASSES], *series[MAX_FILES];
-    for (int j = 0; j < ncls; j++) cats[j] = word_class_name((enum word_class)classes[j], have_list);
+    const char *cats[ORDER_MAX_CLASSES], *series[MAX_FILES];
+    for (int j = 0; j < ncls; j++) cats[j] = cname[j];
     for (int i = 0; i < nfiles; i++) series[i] = names[i];
     struct bar_chart chart = {
         .title = title ? title : "When each kind of word is written",

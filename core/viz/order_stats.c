@@ -123,14 +123,19 @@ struct piece {
   long step;
 };
 
-/* One sentence's pieces, in output order: words, their first steps, their classes. */
-static void add_sentence(const struct piece *p, long n, const char *lang,
-                         struct order_stats *s) {
-  s->sentences++;
+/* One sentence's pieces, in output order, joined into words with their relative
+ * generation indices. */
+static void add_sentence(const struct piece *p, long n, struct order_words *w) {
+  w->sentences++;
   if (n < 2) {
-    s->skipped++;
+    w->skipped++;
     return;
   }
+  if ((size_t)w->nsent + 2 > w->sent_cap) {
+    w->sent_cap = w->sent_cap ? 2 * w->sent_cap : 256;
+    w->sent_start = xrealloc(w->sent_start, w->sent_cap * sizeof *w->sent_start);
+  }
+  w->sent_start[w->nsent] = w->nwords;
   char *word = xmalloc(4096);
   for (long j = 0; j < n;) {
     size_t len = 0;
@@ -150,29 +155,33 @@ static void add_sentence(const struct piece *p, long n, const char *lang,
       if (!more || j == n) break;
     }
     word[len] = '\0';
-    enum word_class c = word_classify(word, lang);
-    double rel = (double)first / (double)(n - 1);
-    s->n[c]++;
-    s->sum[c] += rel;
-    s->sumsq[c] += rel * rel;
-    s->words++;
+    if ((size_t)w->nwords == w->word_cap) {
+      w->word_cap = w->word_cap ? 2 * w->word_cap : 1024;
+      w->word = xrealloc(w->word, w->word_cap * sizeof *w->word);
+      w->rel = xrealloc(w->rel, w->word_cap * sizeof *w->rel);
+    }
+    w->word[w->nwords] = xstrdup(word);
+    w->rel[w->nwords] = (double)first / (double)(n - 1);
+    w->nwords++;
   }
   free(word);
+  w->nsent++;
+  w->sent_start[w->nsent] = w->nwords;
 }
 
 /* The steps of a sentence of np pieces are 0..np-1 (a trajectory inserts one per step). */
 static enum intrus_status close_sentence(const char *path, long sentence, const struct piece *p,
-                                         long np, const char *lang, struct order_stats *s,
+                                         long np, struct order_words *w,
                                          struct intrus_error *err) {
   for (long j = 0; j < np; j++)
     if (p[j].step >= np)
       return intrus_error_set(err, INTRUS_ERR_DATA, "%s: sentence %ld: step %ld of a %ld-token "
                               "output", path, sentence, p[j].step, np);
-  add_sentence(p, np, lang, s);
+  add_sentence(p, np, w);
   return INTRUS_OK;
 }
 
-enum intrus_status order_stats_read(const char *path, const char *lang, struct order_stats *s,
+enum intrus_status order_words_read(const char *path, struct order_words *w,
                                     struct intrus_error *err) {
   FILE *f = fopen(path, "r");
   if (!f) return intrus_error_set(err, INTRUS_ERR_IO, "%s: %s", path, strerror(errno));
@@ -220,7 +229,7 @@ enum intrus_status order_stats_read(const char *path, const char *lang, struct o
       break;
     }
     if (sent != sentence) {
-      if (sentence >= 0 && (st = close_sentence(path, sentence, p, (long)np, lang, s, err)))
+      if (sentence >= 0 && (st = close_sentence(path, sentence, p, (long)np, w, err)))
         break;
       for (size_t j = 0; j < np; j++) free(p[j].text);
       sentence = sent;
@@ -238,7 +247,7 @@ enum intrus_status order_stats_read(const char *path, const char *lang, struct o
     st = intrus_error_set(err, INTRUS_ERR_DATA, "%s: empty (an order.tsv has a header line)",
                           path);
   if (!st && ferror(f)) st = intrus_error_set(err, INTRUS_ERR_IO, "%s: read error", path);
-  if (!st && sentence >= 0) st = close_sentence(path, sentence, p, (long)np, lang, s, err);
+  if (!st && sentence >= 0) st = close_sentence(path, sentence, p, (long)np, w, err);
   for (size_t j = 0; j < np; j++) free(p[j].text);
   free(p);
   free(line);
@@ -246,7 +255,47 @@ enum intrus_status order_stats_read(const char *path, const char *lang, struct o
   return st;
 }
 
-double order_stats_mean(const struct order_stats *s, enum word_class c, double *ci95) {
+void order_words_free(struct order_words *w) {
+  for (long i = 0; i < w->nwords; i++) free(w->word[i]);
+  free(w->word);
+  free(w->rel);
+  free(w->sent_start);
+  memset(w, 0, sizeof *w);
+}
+
+void order_stats_add(struct order_stats *s, const struct order_words *w, const int *cls) {
+  s->sentences += w->sentences;
+  s->skipped += w->skipped;
+  for (long i = 0; i < w->nwords; i++) {
+    int c = cls[i];
+    if (c < 0 || c >= ORDER_MAX_CLASSES) continue;
+    s->n[c]++;
+    s->sum[c] += w->rel[i];
+    s->sumsq[c] += w->rel[i] * w->rel[i];
+    s->words++;
+  }
+}
+
+void order_words_classify(const struct order_words *w, const char *lang, int *cls) {
+  for (long i = 0; i < w->nwords; i++) cls[i] = (int)word_classify(w->word[i], lang);
+}
+
+enum intrus_status order_stats_read(const char *path, const char *lang, struct order_stats *s,
+                                    struct intrus_error *err) {
+  struct order_words w;
+  memset(&w, 0, sizeof w);
+  enum intrus_status st = order_words_read(path, &w, err);
+  if (!st) {
+    int *cls = xmalloc(((size_t)w.nwords + 1) * sizeof *cls);
+    order_words_classify(&w, lang, cls);
+    order_stats_add(s, &w, cls);
+    free(cls);
+  }
+  order_words_free(&w);
+  return st;
+}
+
+double order_stats_mean(const struct order_stats *s, int c, double *ci95) {
   long n = s->n[c];
   double mean = n ? s->sum[c] / (double)n : NAN;
   double var = n > 1 ? (s->sumsq[c] - n * mean * mean) / (double)(n - 1) : 0.0;

@@ -8,11 +8,12 @@
  * its first-written piece over (pieces - 1) of its sentence: 0 = written first, 1 =
  * last. Sentences of fewer than 2 pieces have no order and are skipped.
  *
- * Classes, by a documented word-list rule (no part-of-speech tagger: Debian packages
- * none usable from C): punctuation (every character a Unicode punctuation or symbol),
- * function words (a closed list of articles, pronouns, prepositions, conjunctions,
- * auxiliaries and particles for the target language: en, de, ru), content words (the
- * rest, numbers included). For other languages the classes are punctuation and words. */
+ * Classes, by a documented word-list rule: punctuation (every character a Unicode
+ * punctuation or symbol), function words (a closed list of articles, pronouns,
+ * prepositions, conjunctions, auxiliaries and particles for the target language: en, de,
+ * ru), content words (the rest, numbers included). For other languages the classes are
+ * punctuation and words. Or by part of speech where Debian has a tagger for the language
+ * (pos_tag.h: English and Russian). */
 #ifndef INTRUS_ORDER_STATS_H
 #define INTRUS_ORDER_STATS_H
 
@@ -22,10 +23,23 @@
 
 enum word_class { WORD_PUNCT, WORD_FUNCTION, WORD_CONTENT, WORD_CLASSES };
 
+enum { ORDER_MAX_CLASSES = 12 }; /* the word-list classes, or pos_tag.h's */
+
 struct order_stats {
-  long n[WORD_CLASSES];
-  double sum[WORD_CLASSES], sumsq[WORD_CLASSES];
+  long n[ORDER_MAX_CLASSES];
+  double sum[ORDER_MAX_CLASSES], sumsq[ORDER_MAX_CLASSES];
   long sentences, words, skipped; /* sentences read, words counted, sentences skipped */
+};
+
+/* The words of order.tsv files, before they are classed: word i of sentence k is
+ * word[sent_start[k] + i], written at relative index rel[...]. */
+struct order_words {
+  char **word;
+  double *rel;
+  long *sent_start; /* nsent + 1 entries */
+  long nwords, nsent;
+  long sentences, skipped; /* sentences read; of them, fewer than 2 tokens (not kept) */
+  size_t word_cap, sent_cap;
 };
 
 /* "punctuation", "function words", "content words" ("words" without a list). */
@@ -35,12 +49,21 @@ bool word_list_known(const char *lang);
 /* The class of a word (UTF-8, joiner marks and "@@" removed). */
 enum word_class word_classify(const char *word, const char *lang);
 
-/* Reads path and adds its words to s (zero it first). A malformed row is
+/* Reads path and adds its words to w (zero it first). A malformed row is
  * INTRUS_ERR_DATA naming path:line. */
+enum intrus_status order_words_read(const char *path, struct order_words *w,
+                                    struct intrus_error *err);
+void order_words_free(struct order_words *w);
+/* cls[i] = word_classify(word i, lang). */
+void order_words_classify(const struct order_words *w, const char *lang, int *cls);
+/* Adds w's words, word i in class cls[i], and its sentence counts to s. */
+void order_stats_add(struct order_stats *s, const struct order_words *w, const int *cls);
+
+/* order_words_read, order_words_classify and order_stats_add in one (zero s first). */
 enum intrus_status order_stats_read(const char *path, const char *lang, struct order_stats *s,
                                     struct intrus_error *err);
 
 /* Mean and the half-width of its 95% interval (1.96 standard errors; 0 for n < 2). */
-double order_stats_mean(const struct order_stats *s, enum word_class c, double *ci95);
+double order_stats_mean(const struct order_stats *s, int c, double *ci95);
 
 #endif

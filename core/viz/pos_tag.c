@@ -1,0 +1,288 @@
+/* Apertium as a part-of-speech tagger (see pos_tag.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/xalloc.h"
+#include "viz/pos_tag.h"
+
+const char *pos_class_name(enum pos_class c) {
+  static const char *const names[POS_CLASSES] = {
+      "nouns",        "verbs",       "adjectives", "adverbs",     "pronouns", "prepositions",
+      "conjunctions", "determiners", "numerals",   "punctuation", "other"};
+  return c >= 0 && c < POS_CLASSES ? names[c] : "?";
+}
+
+/* Apertium's tag names (the pairs' .dix symbol definitions) by class. */
+enum pos_class pos_class_of_analysis(const char *a) {
+  static const struct {
+    const char *tag;
+    enum pos_class cls;
+  } tags[] = {{"n", POS_NOUN},        {"np", POS_NOUN},       {"vblex", POS_VERB},
+              {"vbser", POS_VERB},    {"vbhaver", POS_VERB},  {"vbmod", POS_VERB},
+              {"vaux", POS_VERB},     {"vbdo", POS_VERB},     {"adj", POS_ADJ},
+              {"adv", POS_ADV},       {"preadv", POS_ADV},    {"prn", POS_PRON},
+              {"pr", POS_ADP},        {"cnjcoo", POS_CONJ},   {"cnjsub", POS_CONJ},
+              {"cnjadv", POS_CONJ},   {"det", POS_DET},       {"predet", POS_DET},
+              {"num", POS_NUM},       {"cm", POS_PUNCT},      {"sent", POS_PUNCT},
+              {"lpar", POS_PUNCT},    {"rpar", POS_PUNCT},    {"lquot", POS_PUNCT},
+              {"rquot", POS_PUNCT},   {"guio", POS_PUNCT},    {"apos", POS_PUNCT},
+              {"punct", POS_PUNCT}};
+  if (!a || *a == '*' || *a == '#' || *a == '@') return POS_OTHER;
+  const char *lt = strchr(a, '<');
+  if (!lt) return POS_OTHER;
+  const char *gt = strchr(lt, '>');
+  if (!gt) return POS_OTHER;
+  size_t n = (size_t)(gt - lt - 1);
+  for (size_t i = 0; i < sizeof tags / sizeof tags[0]; i++)
+    if (strlen(tags[i].tag) == n && strncmp(tags[i].tag, lt + 1, n) == 0) return tags[i].cls;
+  return POS_OTHER;
+}
+
+const char *pos_default_mode(const char *lang) {
+  if (!lang) return NULL;
+  if (strcmp(lang, "en") == 0) return "/usr/share/apertium/modes/eng-spa.mode";
+  if (strcmp(lang, "ru") == 0) return "/usr/share/apertium/modes/rus-bel.mode";
+  return NULL;
+}
+
+/* The shell pipeline: the text deformatter (without the period it would add at the end)
+ * and the mode's stages up to its tagger; with_tagger keeps the tagger, told to print
+ * surface forms (-p). NULL when the mode has no analyser stage. */
+static char *pipeline(const char *mode, bool with_tagger, bool *has_tagger) {
+  char *out = xmalloc(strlen(mode) + 64);
+  strcpy(out, "apertium-destxt -n");
+  *has_tagger = false;
+  const char *s = mode;
+  int stages = 0;
+  while (*s) {
+    const char *bar = strchr(s, '|');
+    size_t n = bar ? (size_t)(bar - s) : strlen(s);
+    char stage[4096];
+    snprintf(stage, sizeof stage, "%.*s", (int)n, s);
+    char *t = strstr(stage, "apertium-tagger");
+    if (t) {
+      *has_tagger = true;
+      if (!with_tagger) break;
+    }
+    /* $1 and $2 are the apertium script's option slots: empty here. */
+    for (char *d; (d = strstr(stage, "$1")) || (d = strstr(stage, "$2"));) d[0] = d[1] = ' ';
+    strcat(out, " |");
+    if (t) {
+      *t = '\0';
+      strcat(out, stage);
+      strcat(out, "apertium-tagger -p");
+      strcat(out, t + strlen("apertium-tagger"));
+    } else {
+      strcat(out, stage);
+    }
+    stages++;
+    if (t) break;
+    if (!bar) break;
+    s = bar + 1;
+    out = xrealloc(out, strlen(out) + strlen(s) + 64);
+  }
+  if (stages == 0) {
+    free(out);
+    return NULL;
+  }
+  return out;
+}
+
+/* Runs cmd with its input from path; its whole output, or NULL when it fails. */
+static char *run(const char *cmd, const char *in_path) {
+  size_t n = strlen(cmd) + strlen(in_path) + 32;
+  char *full = xmalloc(n);
+  snprintf(full, n, "(%s) < '%s' 2>/dev/null", cmd, in_path);
+  FILE *p = popen(full, "r");
+  free(full);
+  if (!p) return NULL;
+  size_t len = 0, cap = 1 << 16;
+  char *buf = xmalloc(cap);
+  size_t got;
+  while ((got = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+    len += got;
+    if (cap - len < 2) buf = xrealloc(buf, cap *= 2);
+  }
+  buf[len] = '\0';
+  int status = pclose(p);
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+/* Copies the text of [s, end) without Apertium's backslash escapes and without spaces. */
+static size_t unescape(const char *s, const char *end, char *out) {
+  size_t n = 0;
+  for (; s < end; s++) {
+    if (*s == '\\' && s + 1 < end) s++;
+    else if (*s == ' ') continue;
+    out[n++] = *s;
+  }
+  out[n] = '\0';
+  return n;
+}
+
+/* The next unescaped c in [s, end), or end. */
+static const char *find_unescaped(const char *s, const char *end, char c) {
+  for (; s < end; s++) {
+    if (*s == '\\') {
+      if (++s == end) break;
+      continue;
+    }
+    if (*s == c) return s;
+  }
+  return end;
+}
+
+/* Matches the lexical units of out to the words: each unit's surface, spaces removed,
+ * must be the next characters of the words' concatenation; a word takes the class of
+ * the unit its first character is in. */
+static enum intrus_status align(const char *out, char *const *words, long nwords, int *cls,
+                                long *unknown, struct intrus_error *err) {
+  size_t total = 0;
+  for (long i = 0; i < nwords; i++) total += strlen(words[i]);
+  char *concat = xmalloc(total + 1);
+  size_t *start = xmalloc(((size_t)nwords + 1) * sizeof *start);
+  size_t pos = 0;
+  for (long i = 0; i < nwords; i++) {
+    start[i] = pos;
+    size_t l = strlen(words[i]);
+    memcpy(concat + pos, words[i], l);
+    pos += l;
+    cls[i] = POS_OTHER;
+  }
+  concat[total] = '\0';
+  start[nwords] = total;
+  char *surface = xmalloc(strlen(out) + 1);
+  enum intrus_status st = INTRUS_OK;
+  const char *s = out, *end = out + strlen(out);
+  long w = 0;
+  pos = 0;
+  *unknown = 0;
+  while (s < end && !st) {
+    if (*s == '[') { /* a superblank: formatting, no words */
+      s = find_unescaped(s + 1, end, ']');
+      if (s < end) s++;
+      continue;
+    }
+    if (*s == ' ' || *s == '\n' || *s == '\t') {
+      s++;
+      continue;
+    }
+    const char *u_end = s + 1, *analysis = NULL;
+    size_t sl;
+    if (*s == '^') {
+      u_end = find_unescaped(s + 1, end, '$');
+      const char *slash = find_unescaped(s + 1, u_end, '/');
+      sl = unescape(s + 1, slash, surface);
+      analysis = slash < u_end ? slash + 1 : NULL;
+    } else { /* text outside a unit: one character */
+      if (*s == '\\' && s + 1 < end) u_end = s + 2;
+      sl = unescape(s, u_end, surface);
+    }
+    if (pos + sl > total || memcmp(concat + pos, surface, sl) != 0) {
+      st = intrus_error_set(err, INTRUS_ERR_DATA,
+                            "the tagger's output does not match the words: '%s' where the "
+                            "words have '%.*s' (after %zu of %zu characters)",
+                            surface, (int)(sl < 64 ? sl : 64), concat + pos, pos, total);
+      break;
+    }
+    enum pos_class c = POS_OTHER;
+    if (analysis) {
+      char first[256];
+      const char *a_end = find_unescaped(analysis, u_end, '/');
+      snprintf(first, sizeof first, "%.*s", (int)(a_end - analysis), analysis);
+      c = pos_class_of_analysis(first);
+      if (first[0] == '*') (*unknown)++;
+    }
+    for (; w < nwords && start[w] < pos + sl; w++)
+      if (start[w] >= pos) cls[w] = c;
+    pos += sl;
+    s = analysis || *s == '^' ? (u_end < end ? u_end + 1 : end) : u_end;
+  }
+  if (!st && pos != total)
+    st = intrus_error_set(err, INTRUS_ERR_DATA,
+                          "the tagger's output ends after %zu of the words' %zu characters",
+                          pos, total);
+  free(surface);
+  free(start);
+  free(concat);
+  return st;
+}
+
+enum intrus_status pos_tag_apertium(const char *mode_file, char *const *words,
+                                    const long *sent_start, long nsent, int *cls,
+                                    struct pos_tag_info *info, struct intrus_error *err) {
+  memset(info, 0, sizeof *info);
+  char *mode = NULL;
+  size_t len = 0;
+  FILE *f = fopen(mode_file, "r");
+  if (!f)
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: %s (Debian packages the English "
+                            "analyser in apertium-eng-spa, the Russian one in "
+                            "apertium-bel-rus)", mode_file, strerror(errno));
+  ssize_t got = getline(&mode, &len, f);
+  fclose(f);
+  if (got <= 0) {
+    free(mode);
+    return intrus_error_set(err, INTRUS_ERR_DATA, "%s: empty Apertium mode file", mode_file);
+  }
+  mode[strcspn(mode, "\r\n")] = '\0';
+
+  char in_path[] = "/tmp/intrus-pos.XXXXXX";
+  int fd = mkstemp(in_path);
+  if (fd < 0) {
+    free(mode);
+    return intrus_error_set(err, INTRUS_ERR_IO, "temporary file: %s", strerror(errno));
+  }
+  FILE *in = fdopen(fd, "w");
+  for (long i = 0; in && i < nsent; i++) {
+    for (long j = sent_start[i]; j < sent_start[i + 1]; j++)
+      fprintf(in, "%s%s", j > sent_start[i] ? " " : "", words[j]);
+    fputc('\n', in);
+  }
+  if (!in || fclose(in) != 0) {
+    if (!in) close(fd);
+    unlink(in_path);
+    free(mode);
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot write", in_path);
+  }
+
+  long nwords = sent_start[nsent];
+  enum intrus_status st = INTRUS_ERR_IO;
+  bool has_tagger;
+  /* The HMM tagger first; some pairs' (Debian 12's rus-bel) crash, and then the readings
+   * the analyser and constraint grammar leave are taken, the first of each. */
+  for (int attempt = 0; attempt < 2 && st != INTRUS_OK; attempt++) {
+    char *cmd = pipeline(mode, attempt == 0, &has_tagger);
+    if (!cmd) {
+      st = intrus_error_set(err, INTRUS_ERR_DATA, "%s: no analyser stage in the mode",
+                            mode_file);
+      break;
+    }
+    if (attempt == 1 && !has_tagger) {
+      free(cmd);
+      break;
+    }
+    char *out = run(cmd, in_path);
+    if (!out) {
+      st = intrus_error_set(err, INTRUS_ERR_IO, "cannot run the Apertium pipeline of %s "
+                            "(is the apertium package installed?): %s", mode_file, cmd);
+    } else {
+      st = align(out, words, nwords, cls, &info->unknown, err);
+      info->hmm = attempt == 0 && has_tagger;
+      free(out);
+    }
+    free(cmd);
+    if (!has_tagger) break;
+  }
+  unlink(in_path);
+  free(mode);
+  return st;
+}
