@@ -213,7 +213,7 @@ static int analyze_order(int argc, char **argv) {
     if (pos)
       printf("parts of speech: %s, %s; %ld words unknown to the analyser (class other)\n",
              pos_mode, hmm ? "its HMM tagger's readings" : "the first reading the analyser "
-             "and constraint grammar leave (its HMM tagger failed)", unknown);
+             "and constraint grammar leave (its HMM tagger failed on this input)", unknown);
   }
   if (out) {
     const char *cats[ORDER_MAX_CLASSES], *series[MAX_FILES];

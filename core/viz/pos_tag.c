@@ -257,8 +257,9 @@ enum intrus_status pos_tag_apertium(const char *mode_file, char *const *words,
   long nwords = sent_start[nsent];
   enum intrus_status st = INTRUS_ERR_IO;
   bool has_tagger;
-  /* The HMM tagger first; some pairs' (Debian 12's rus-bel) crash, and then the readings
-   * the analyser and constraint grammar leave are taken, the first of each. */
+  /* The HMM tagger first; some pairs' crash on some inputs (Debian 12's rus-bel on
+   * "Мама мыла раму ."), and then the readings the analyser and constraint grammar leave
+   * are taken, the first of each. */
   for (int attempt = 0; attempt < 2 && st != INTRUS_OK; attempt++) {
     char *cmd = pipeline(mode, attempt == 0, &has_tagger);
     if (!cmd) {
