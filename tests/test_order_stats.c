@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cairo.h>
@@ -258,7 +259,8 @@ static void test_pos_english(void) {
   for (int i = 0; i < 18; i++)
     EXPECT(cls[i] == (int)want[i], "'%s': %s, want %s", words[i],
            pos_class_name((enum pos_class)cls[i]), pos_class_name(want[i]));
-  EXPECT(info.hmm, "the English pair's HMM tagger ran");
+  EXPECT(info.hmm_sentences == 2 && info.first_sentences == 0,
+         "the English pair's HMM tagger on %ld of 2 sentences", info.hmm_sentences);
   EXPECT(info.unknown >= 2, "%ld unknown words (MOD1 and zorblax at least)", info.unknown);
 
   /* A tagger that fails (as Debian 12's Russian one crashes): the first reading of each
@@ -270,10 +272,38 @@ static void test_pos_english(void) {
   test_write_file(test_tmp_path("no-tagger.mode"), broken_tagger);
   EXPECT(pos_tag_apertium(test_tmp_path("no-tagger.mode"), words, start, 2, cls, &info, &err) ==
              INTRUS_OK, "%s", err.msg);
-  EXPECT(!info.hmm, "the failed tagger's readings used");
+  EXPECT(info.hmm_sentences == 0 && info.first_sentences == 2,
+         "first readings in %ld of 2 sentences", info.first_sentences);
   EXPECT(cls[1] == POS_NOUN && cls[3] == POS_ADP && cls[9] == POS_PUNCT && cls[15] == POS_NUM,
          "first readings: cat %s, at %s, . %s, two %s", pos_class_name(cls[1]),
          pos_class_name(cls[3]), pos_class_name(cls[9]), pos_class_name(cls[15]));
+
+  /* A tagger that crashes on one sentence of three: the whole input takes the first
+   * readings (one file's words are classed one way). */
+  char script[1024], crashy[1024];
+  snprintf(script, sizeof script,
+           "#!/bin/sh\nx=$(cat)\ncase \"$x\" in *zorblax*) exit 139;; esac\n"
+           "printf '%%s\\n' \"$x\" | apertium-tagger \"$@\"\n");
+  test_write_file(test_tmp_path("crashy-apertium-tagger"), script);
+  chmod(test_tmp_path("crashy-apertium-tagger"), 0755);
+  snprintf(crashy, sizeof crashy,
+           "lt-proc '/usr/share/apertium/apertium-eng-spa/eng-spa.automorf.bin' | '%s' -g "
+           "'/usr/share/apertium/apertium-eng-spa/eng-spa.prob'\n",
+           test_tmp_path("crashy-apertium-tagger"));
+  test_write_file(test_tmp_path("crashy.mode"), crashy);
+  char *three[] = {"The", "cat", "sat", ".", "She", "saw", "zorblax", ".", "Two", "files", "."};
+  long start3[] = {0, 4, 8, 11};
+  int cls3[11];
+  EXPECT(pos_tag_apertium(test_tmp_path("crashy.mode"), three, start3, 3, cls3, &info, &err) ==
+             INTRUS_OK, "%s", err.msg);
+  EXPECT(info.hmm_sentences == 0 && info.first_sentences == 3,
+         "tagger on %ld sentences (want 0), first readings on %ld (3)", info.hmm_sentences,
+         info.first_sentences);
+  EXPECT(cls3[1] == POS_NOUN && cls3[2] == POS_VERB && cls3[4] == POS_PRON &&
+             cls3[6] == POS_OTHER && cls3[8] == POS_NUM && cls3[9] == POS_NOUN,
+         "cat %s, sat %s, She %s, zorblax %s, Two %s, files %s", pos_class_name(cls3[1]),
+         pos_class_name(cls3[2]), pos_class_name(cls3[4]), pos_class_name(cls3[6]),
+         pos_class_name(cls3[8]), pos_class_name(cls3[9]));
 
   /* A mode whose analyser cannot run is an error naming it, not classes. */
   test_write_file(test_tmp_path("broken.mode"), "no-such-analyser-program x | apertium-tagger -g y\n");
@@ -295,7 +325,8 @@ static void test_pos_english(void) {
   EXPECT_CONTAINS(out, "| nouns | 1 | 0.000 ± 0.000 |");
   EXPECT_CONTAINS(out, "| determiners | 1 | 0.500 ± 0.000 |");
   EXPECT_CONTAINS(out, "| verbs | 1 | 1.000 ± 0.000 |");
-  EXPECT_CONTAINS(out, "its HMM tagger's readings");
+  EXPECT_CONTAINS(out, "the HMM tagger's readings in 1 sentences, the first reading the "
+                       "analyser leaves in 0");
   rc = test_run_intrus(test_tmpdir, "analyze order en.tsv --lang de --pos", out, sizeof out);
   EXPECT(rc == 2, "--pos for German: exit %d: %s", rc, out);
   EXPECT_CONTAINS(out, "no part-of-speech analyser for 'de'");

@@ -111,8 +111,7 @@ static int analyze_order(int argc, char **argv) {
   struct order_stats st[MAX_FILES];
   char names[MAX_FILES][256];
   memset(st, 0, sizeof st);
-  bool hmm = true;
-  long unknown = 0;
+  long hmm_sent = 0, first_sent = 0, unknown = 0;
   for (int i = 0; i < nfiles; i++) {
     struct intrus_error err = {0};
     struct order_words w;
@@ -126,7 +125,8 @@ static int analyze_order(int argc, char **argv) {
       /* The analyser's punctuation is not always a tag of its own: the rule decides. */
       for (long j = 0; !rs && j < w.nwords; j++)
         if (word_classify(w.word[j], NULL) == WORD_PUNCT) cls[j] = POS_PUNCT;
-      hmm &= info.hmm;
+      hmm_sent += info.hmm_sentences;
+      first_sent += info.first_sentences;
       unknown += info.unknown;
       if (rs) intrus_error_prefix(&err, "%s", argv[optind + i]);
     } else if (!rs) {
@@ -166,8 +166,8 @@ static int analyze_order(int argc, char **argv) {
     printf(", \"classes_by\": ");
     if (pos) {
       cli_json_string(stdout, pos_mode);
-      printf(", \"tagger\": \"%s\", \"unknown_words\": %ld", hmm ? "hmm" : "first reading",
-             unknown);
+      printf(", \"hmm_sentences\": %ld, \"first_reading_sentences\": %ld, "
+             "\"unknown_words\": %ld", hmm_sent, first_sent, unknown);
     } else {
       printf("\"word list\"");
     }
@@ -211,9 +211,10 @@ static int analyze_order(int argc, char **argv) {
       printf("%s: %ld sentences, %ld words (%ld sentences of fewer than 2 tokens skipped)\n",
              names[i], st[i].sentences, st[i].words, st[i].skipped);
     if (pos)
-      printf("parts of speech: %s, %s; %ld words unknown to the analyser (class other)\n",
-             pos_mode, hmm ? "its HMM tagger's readings" : "the first reading the analyser "
-             "and constraint grammar leave (its HMM tagger failed on this input)", unknown);
+      printf("parts of speech: %s; the HMM tagger's readings in %ld sentences, the first "
+             "reading the analyser leaves in %ld (where the tagger crashed on a file, or the "
+             "pair has none); %ld words unknown to the analyser (class other)\n",
+             pos_mode, hmm_sent, first_sent, unknown);
   }
   if (out) {
     const char *cats[ORDER_MAX_CLASSES], *series[MAX_FILES];

@@ -40,14 +40,17 @@ enum pos_class pos_class_of_analysis(const char *analysis);
 const char *pos_default_mode(const char *lang);
 
 struct pos_tag_info {
-  bool hmm;      /* the pair's HMM tagger chose the readings (else the first reading) */
-  long unknown;  /* words the analyser did not know (class POS_OTHER) */
+  long hmm_sentences;   /* sentences whose readings the pair's HMM tagger chose */
+  long first_sentences; /* the first readings (the tagger crashed, or the pair has none) */
+  long unknown;         /* words the analyser did not know (class POS_OTHER) */
 };
 
 /* Classes the words: words[sent_start[i] .. sent_start[i + 1]) is sentence i (nsent
- * sentences, no word empty or holding whitespace). Runs the pipeline of mode_file (an
- * Apertium .mode file) up to its tagger. INTRUS_ERR_IO when it cannot run,
- * INTRUS_ERR_DATA when its output does not match the words. */
+ * sentences, no word holding whitespace). Runs the pipeline of mode_file (an Apertium
+ * .mode file) up to its tagger on the whole input; where the tagger crashes, every word
+ * takes the first reading the analyser (and constraint grammar) leaves. INTRUS_ERR_IO
+ * when the analyser cannot run, INTRUS_ERR_DATA when the output does not match the
+ * words. */
 enum intrus_status pos_tag_apertium(const char *mode_file, char *const *words,
                                     const long *sent_start, long nsent, int *cls,
                                     struct pos_tag_info *info, struct intrus_error *err);
