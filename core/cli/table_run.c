@@ -547,7 +547,8 @@ void table_duration(double sec, char *out, size_t n) {
   if (!isfinite(sec)) snprintf(out, n, "?");
   else if (sec < 90) snprintf(out, n, "%.0f s", sec);
   else if (sec < 5400) snprintf(out, n, "%.0f min", sec / 60);
-  else snprintf(out, n, "%.1f h", sec / 3600);
+  else if (sec < 172800) snprintf(out, n, "%.1f h", sec / 3600);
+  else snprintf(out, n, "%.1f days", sec / 86400);
 }
 
 void table_print_plan(const struct table_state *s, FILE *f) {
