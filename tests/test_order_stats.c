@@ -233,16 +233,35 @@ static void test_pos_tags(void) {
          "Debian has analysers for en and ru, none for de");
 }
 
+/* lang's mode file, or NULL (saying so) when its Apertium package is not installed. */
+static const char *installed_mode(const char *lang, const char *package) {
+  const char *mode = pos_default_mode(lang);
+  if (access(mode, R_OK) == 0) return mode;
+  printf("# %s is not installed (apt-get install %s): %s parts of speech not checked\n", mode,
+         package, lang);
+  return NULL;
+}
+
+/* Tags nsent sentences of words with mode and checks each word's class. */
+static void expect_tags(const char *mode, char **words, const long *start, long nsent,
+                        const enum pos_class *want, struct pos_tag_info *info) {
+  long n = start[nsent];
+  int *cls = calloc((size_t)n, sizeof *cls);
+  struct intrus_error err = {0};
+  EXPECT(pos_tag_apertium(mode, words, start, nsent, cls, info, &err) == INTRUS_OK, "%s",
+         err.msg);
+  for (long i = 0; i < n; i++)
+    EXPECT(cls[i] == (int)want[i], "'%s': %s, want %s", words[i],
+           pos_class_name((enum pos_class)cls[i]), pos_class_name(want[i]));
+  free(cls);
+}
+
 /* English through apertium-eng-spa: its HMM tagger, a multiword unit ("at the bottom
  * of": four prepositions), text outside units ("%", "+", the escaped "/"), a word the
  * analyser does not know ("zorblax"), and two sentences kept apart. */
 static void test_pos_english(void) {
-  const char *mode = pos_default_mode("en");
-  if (access(mode, R_OK) != 0) {
-    printf("# %s is not installed (apt-get install apertium-eng-spa): English parts of "
-           "speech not checked\n", mode);
-    return;
-  }
+  const char *mode = installed_mode("en", "apertium-eng-spa");
+  if (!mode) return;
   char *words[] = {"The", "cat", "sat", "at", "the", "bottom", "of", "the", "stairs", ".",
                    "She", "opened", "%MOD1+Up/Down", "and", "zorblax", "two", "files",
                    "quickly"};
@@ -254,11 +273,7 @@ static void test_pos_english(void) {
   int cls[18];
   struct pos_tag_info info;
   struct intrus_error err = {0};
-  EXPECT(pos_tag_apertium(mode, words, start, 2, cls, &info, &err) == INTRUS_OK, "%s",
-         err.msg);
-  for (int i = 0; i < 18; i++)
-    EXPECT(cls[i] == (int)want[i], "'%s': %s, want %s", words[i],
-           pos_class_name((enum pos_class)cls[i]), pos_class_name(want[i]));
+  expect_tags(mode, words, start, 2, want, &info);
   EXPECT(info.hmm_sentences == 2 && info.first_sentences == 0,
          "the English pair's HMM tagger on %ld of 2 sentences", info.hmm_sentences);
   EXPECT(info.unknown >= 2, "%ld unknown words (MOD1 and zorblax at least)", info.unknown);
@@ -335,24 +350,14 @@ static void test_pos_english(void) {
 /* Russian through apertium-bel-rus (its HMM tagger, or where that crashes, as Debian
  * 12's does on some inputs, the first reading its constraint grammar leaves). */
 static void test_pos_russian(void) {
-  const char *mode = pos_default_mode("ru");
-  if (access(mode, R_OK) != 0) {
-    printf("# %s is not installed (apt-get install apertium-bel-rus): Russian parts of "
-           "speech not checked\n", mode);
-    return;
-  }
+  const char *mode = installed_mode("ru", "apertium-bel-rus");
+  if (!mode) return;
   char *words[] = {"Она", "открыла", "новый", "документ", "в", "редакторе", "."};
   static const enum pos_class want[] = {POS_PRON, POS_VERB, POS_ADJ, POS_NOUN,
                                         POS_ADP,  POS_NOUN, POS_PUNCT};
   long start[] = {0, 7};
-  int cls[7];
   struct pos_tag_info info;
-  struct intrus_error err = {0};
-  EXPECT(pos_tag_apertium(mode, words, start, 1, cls, &info, &err) == INTRUS_OK, "%s",
-         err.msg);
-  for (int i = 0; i < 7; i++)
-    EXPECT(cls[i] == (int)want[i], "'%s': %s, want %s", words[i],
-           pos_class_name((enum pos_class)cls[i]), pos_class_name(want[i]));
+  expect_tags(mode, words, start, 1, want, &info);
 }
 
 int main(void) {
