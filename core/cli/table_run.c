@@ -373,8 +373,7 @@ static void scan_other_runs(struct table_state *s) {
     if (cell || stat(path, &st) != 0 || !checkpoint_where(dir, &step, &cur, &start)) continue;
     snprintf(path, sizeof path, "%s/effective.cfg", dir);
     struct intrus_error err = {0};
-    struct intrus_config *cfg = access(path, R_OK) == 0 ? intrus_config_load_file(path, &err)
-                                                        : NULL;
+    struct intrus_config *cfg = intrus_config_load_file(path, &err);
     if (!cfg) continue;
     long steps[TABLE_MAX_PHASES];
     double factor[TABLE_MAX_PHASES], rate[TABLE_MAX_PHASES];
@@ -460,6 +459,10 @@ static void estimate(struct table_state *s, int r, int c) {
       for (int q = 0; q < o->nphases && isnan(rate[p]); q++)
         if (o->phase_key[q] == key) rate[p] = o->phase_rate[q];
     }
+    if (isnan(rate[p]) && key && cs->state != CELL_DONE && !s->scanned) {
+      scan_other_runs(s); /* once, and only when a cell to run needs it */
+      s->scanned = true;
+    }
     for (int k = 0; k < s->nknown && isnan(rate[p]) && key; k++)
       if (s->known[k].key == key) rate[p] = s->known[k].rate;
   }
@@ -502,11 +505,6 @@ struct table_state *table_state_new(const struct table_spec *t, const char *runs
         return NULL;
       }
     }
-  bool todo = false;
-  for (int r = 0; r < t->nrows; r++)
-    for (int c = 0; c < t->ncols; c++)
-      todo |= s->cells[r][c].state == CELL_NEW || s->cells[r][c].state == CELL_PARTIAL;
-  if (todo) scan_other_runs(s);
   for (int r = 0; r < t->nrows; r++)
     for (int c = 0; c < t->ncols; c++)
       if (s->cells[r][c].state != CELL_EMPTY) estimate(s, r, c);

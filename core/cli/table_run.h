@@ -61,6 +61,7 @@ struct table_state {
   const char *plugin_path;
   double peak_gflops; /* sgemm probe for the cost model; 0 until needed */
   struct table_cell_state cells[TABLE_MAX_ROWS][TABLE_MAX_COLUMNS];
+  bool scanned; /* the runs directory's other runs read into known (scan_other_runs) */
   int nknown;
   struct table_known_phase known[TABLE_MAX_KNOWN];
 };

@@ -131,10 +131,8 @@ static void add_sentence(const struct piece *p, long n, struct order_words *w) {
     w->skipped++;
     return;
   }
-  if ((size_t)w->nsent + 2 > w->sent_cap) {
-    w->sent_cap = w->sent_cap ? 2 * w->sent_cap : 256;
-    w->sent_start = xrealloc(w->sent_start, w->sent_cap * sizeof *w->sent_start);
-  }
+  xgrow((void **)&w->sent_start, &w->sent_cap, (size_t)w->nsent + 2, sizeof *w->sent_start,
+        256);
   w->sent_start[w->nsent] = w->nwords;
   char *word = xmalloc(4096);
   for (long j = 0; j < n;) {
@@ -155,11 +153,9 @@ static void add_sentence(const struct piece *p, long n, struct order_words *w) {
       if (!more || j == n) break;
     }
     word[len] = '\0';
-    if ((size_t)w->nwords == w->word_cap) {
-      w->word_cap = w->word_cap ? 2 * w->word_cap : 1024;
-      w->word = xrealloc(w->word, w->word_cap * sizeof *w->word);
-      w->rel = xrealloc(w->rel, w->word_cap * sizeof *w->rel);
-    }
+    size_t cap = w->word_cap;
+    xgrow((void **)&w->word, &w->word_cap, (size_t)w->nwords + 1, sizeof *w->word, 1024);
+    if (w->word_cap != cap) w->rel = xrealloc(w->rel, w->word_cap * sizeof *w->rel);
     w->word[w->nwords] = xstrdup(word);
     w->rel[w->nwords] = (double)first / (double)(n - 1);
     w->nwords++;

@@ -39,7 +39,7 @@ struct order_words {
   long *sent_start; /* nsent + 1 entries */
   long nwords, nsent;
   long sentences, skipped; /* sentences read; of them, fewer than 2 tokens (not kept) */
-  size_t word_cap, sent_cap;
+  size_t word_cap, sent_cap; /* word's capacity is rel's too */
 };
 
 /* "punctuation", "function words", "content words" ("words" without a list). */

@@ -53,7 +53,8 @@ const char *pos_default_mode(const char *lang) {
  * and the mode's stages up to its tagger; with_tagger keeps the tagger, told to print
  * surface forms (-p). NULL when the mode has no analyser stage. */
 static char *pipeline(const char *mode, bool with_tagger, bool *has_tagger) {
-  char *out = xmalloc(strlen(mode) + 64);
+  /* The prefix, and per stage " |" and " -p" at most: within twice the mode's length. */
+  char *out = xmalloc(2 * strlen(mode) + 64);
   strcpy(out, "apertium-destxt -n");
   *has_tagger = false;
   const char *s = mode;
@@ -87,7 +88,6 @@ static char *pipeline(const char *mode, bool with_tagger, bool *has_tagger) {
     if (t) break;
     if (!bar) break;
     s = bar + 1;
-    out = xrealloc(out, strlen(out) + strlen(s) + 64);
   }
   if (stages == 0) {
     free(out);
@@ -220,26 +220,20 @@ static enum intrus_status align(const char *out, char *const *words, long nwords
   return st;
 }
 
-struct tagging {
-  char *tagger_cmd;   /* the pipeline with the HMM tagger (or the analyser, without one) */
-  char *analyser_cmd; /* without it; NULL when the mode has no tagger */
-  char *const *words;
-  const long *sent_start;
-  int *cls;
-  struct pos_tag_info *info;
-};
-
-/* Tags sentences [a, b) with cmd. *ran is false when the pipeline failed (a crash); a
- * mismatch between its output and the words is an error. */
-static enum intrus_status tag_range(const struct tagging *t, const char *cmd, long a, long b,
-                                    bool *ran, struct intrus_error *err) {
-  char path[] = "/tmp/intrus-pos.XXXXXX";
+/* Writes the sentences, one a line, to a new temporary file (under $TMPDIR, else /tmp)
+ * whose name goes to path. */
+static enum intrus_status write_input(char *const *words, const long *sent_start, long nsent,
+                                      char *path, size_t size, struct intrus_error *err) {
+  const char *dir = getenv("TMPDIR");
+  snprintf(path, size, "%s/intrus-pos.XXXXXX", dir && *dir ? dir : "/tmp");
   int fd = mkstemp(path);
-  if (fd < 0) return intrus_error_set(err, INTRUS_ERR_IO, "temporary file: %s", strerror(errno));
+  if (fd < 0)
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot make a temporary file: %s", path,
+                            strerror(errno));
   FILE *in = fdopen(fd, "w");
-  for (long i = a; in && i < b; i++) {
-    for (long j = t->sent_start[i]; j < t->sent_start[i + 1]; j++)
-      fprintf(in, "%s%s", j > t->sent_start[i] ? " " : "", t->words[j]);
+  for (long i = 0; in && i < nsent; i++) {
+    for (long j = sent_start[i]; j < sent_start[i + 1]; j++)
+      fprintf(in, "%s%s", j > sent_start[i] ? " " : "", words[j]);
     fputc('\n', in);
   }
   if (!in || fclose(in) != 0) {
@@ -247,14 +241,18 @@ static enum intrus_status tag_range(const struct tagging *t, const char *cmd, lo
     unlink(path);
     return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot write", path);
   }
-  char *out = run(cmd, path);
-  unlink(path);
+  return INTRUS_OK;
+}
+
+/* Runs cmd on the input file and classes the words by its output. *ran is false when the
+ * pipeline failed (a crash); a mismatch between its output and the words is an error. */
+static enum intrus_status tag_with(const char *cmd, const char *in_path, char *const *words,
+                                   long nwords, int *cls, long *unknown, bool *ran,
+                                   struct intrus_error *err) {
+  char *out = run(cmd, in_path);
   *ran = out != NULL;
   if (!out) return INTRUS_OK;
-  long first = t->sent_start[a], unknown = 0;
-  enum intrus_status st = align(out, t->words + first, t->sent_start[b] - first,
-                                t->cls + first, &unknown, err);
-  t->info->unknown += unknown;
+  enum intrus_status st = align(out, words, nwords, cls, unknown, err);
   free(out);
   return st;
 }
@@ -263,7 +261,6 @@ enum intrus_status pos_tag_apertium(const char *mode_file, char *const *words,
                                     const long *sent_start, long nsent, int *cls,
                                     struct pos_tag_info *info, struct intrus_error *err) {
   memset(info, 0, sizeof *info);
-  for (long i = 0; i < sent_start[nsent]; i++) cls[i] = POS_OTHER;
   char *mode = NULL;
   size_t len = 0;
   FILE *f = fopen(mode_file, "r");
@@ -279,33 +276,36 @@ enum intrus_status pos_tag_apertium(const char *mode_file, char *const *words,
   }
   mode[strcspn(mode, "\r\n")] = '\0';
   bool has_tagger;
-  struct tagging t = {.tagger_cmd = pipeline(mode, true, &has_tagger), .words = words,
-                      .sent_start = sent_start, .cls = cls, .info = info};
-  if (has_tagger) t.analyser_cmd = pipeline(mode, false, &has_tagger);
+  char *tagger_cmd = pipeline(mode, true, &has_tagger); /* the analyser, without a tagger */
+  char *analyser_cmd = has_tagger ? pipeline(mode, false, &has_tagger) : NULL;
   free(mode);
   enum intrus_status st = INTRUS_OK;
   bool ran = false;
-  if (!t.tagger_cmd || (has_tagger && !t.analyser_cmd)) {
+  long nwords = sent_start[nsent];
+  char in_path[4200];
+  if (!tagger_cmd || (has_tagger && !analyser_cmd)) {
     st = intrus_error_set(err, INTRUS_ERR_DATA, "%s: no analyser stage in the mode", mode_file);
-  } else if (nsent > 0) {
+  } else if (nsent > 0 && !(st = write_input(words, sent_start, nsent, in_path, sizeof in_path,
+                                             err))) {
     /* The whole file at once. Where the tagger crashes on it, the whole file takes the
      * first readings, so that one file's words are classed one way: Debian 12's rus-bel
      * tagger crashes on some sentences ("Мама мыла раму ."), 170 of the first 300 of
      * data/mt-full/en-ru's test set, too many to tag around. */
-    st = tag_range(&t, t.tagger_cmd, 0, nsent, &ran, err);
+    st = tag_with(tagger_cmd, in_path, words, nwords, cls, &info->unknown, &ran, err);
     if (!st && ran) {
       info->hmm_sentences = has_tagger ? nsent : 0;
       info->first_sentences = has_tagger ? 0 : nsent;
     } else if (!st && has_tagger) {
-      st = tag_range(&t, t.analyser_cmd, 0, nsent, &ran, err);
+      st = tag_with(analyser_cmd, in_path, words, nwords, cls, &info->unknown, &ran, err);
       if (!st && ran) info->first_sentences = nsent;
     }
     if (!st && !ran)
       st = intrus_error_set(err, INTRUS_ERR_IO, "cannot run the Apertium pipeline of %s "
                             "(is the apertium package installed?): %s", mode_file,
-                            has_tagger ? t.analyser_cmd : t.tagger_cmd);
+                            has_tagger ? analyser_cmd : tagger_cmd);
+    unlink(in_path);
   }
-  free(t.tagger_cmd);
-  free(t.analyser_cmd);
+  free(tagger_cmd);
+  free(analyser_cmd);
   return st;
 }
