@@ -3,8 +3,9 @@
 # slice of the bundled en-de data): bad table files are refused naming file, line and
 # setting before anything trains; --dry-run runs nothing; a table killed with SIGKILL in
 # the middle of a run and invoked again resumes it and ends with the same numbers as an
-# uninterrupted table (logs, outputs, scores); a second invocation trains nothing; two
-# tables that share a run, started together, train it once.
+# uninterrupted table (logs, outputs, scores); a second invocation trains nothing; a cell
+# trained on other data than its corpus holds now, or than its column's other cells, is
+# named; two tables that share a run, started together, train it once.
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
@@ -235,6 +236,39 @@ expect "a second invocation succeeds" test $? -eq 0
 expect "a second invocation has nothing to train" grep -q "nothing to train" again.txt
 expect "a second invocation leaves the logs alone" \
   test "$sum1" = "$(cat cut/tt-l2r/train.log cut/tt-r2l/train.log | cksum)"
+
+# ---- the training data each cell learnt from ----------------------------------------
+expect "finished cells from one corpus: no note" sh -c '! grep -q "^note:" again.txt'
+expect "table.md gives each cell's training data" \
+  grep -q "^| r2l | en-de | .cut/tt-r2l. | 40 | .* | 0x[0-9a-f]\{8\} | " cut-out/table.md
+# The corpus rebuilt with one more pair: every finished cell learnt from other data.
+cp -r data data-before
+echo "One more line." >> data/train.en
+echo "Noch eine Zeile." >> data/train.de
+"$intrus" table --no-train -r cut -O drift-out table.cfg > drift.txt 2>&1
+expect "--no-train after the corpus changed exits 0" test $? -eq 0
+expect "the plan says a cell was trained on other data than the corpus holds" \
+  grep -q "^note: row l2r, column en-de: cut/tt-l2r was trained on other training data" drift.txt
+expect "table.md says so too" grep -q "^- row r2l, column en-de: .*other training data" \
+  drift-out/table.md
+expect "table.json has both fingerprints" \
+  grep -q '"train_data": "[0-9a-f]\{16\}", "train_data_now": "[0-9a-f]\{16\}"' drift-out/table.json
+rm -rf data
+mv data-before data
+# One cell retrained on other data (its recorded fingerprint edited): the column differs.
+cp cut/tt-r2l/tokenizer.txt tokenizer-before
+sed 's/^train 0x./train 0xf/' tokenizer-before > cut/tt-r2l/tokenizer.txt
+"$intrus" table --no-train -r cut -O differ-out table.cfg > differ.txt 2>&1
+expect "a column whose cells learnt from different data is named" \
+  grep -q "^note: column en-de: its cells were trained on different training data (l2r 0x[0-9a-f]*, r2l 0xf" differ.txt
+expect "table.md names it" grep -q "^- column en-de: .*do not compare" differ-out/table.md
+# A run copied without its tokenizer.txt cannot be checked, and the table says so.
+rm cut/tt-r2l/tokenizer.txt
+"$intrus" table --no-train -r cut -O norec-out table.cfg > norec.txt 2>&1
+expect "a run without tokenizer.txt is not checked, and says so" \
+  grep -q "^note: row r2l, column en-de: cut/tt-r2l records no training data" norec.txt
+expect "table.md: not recorded" grep -q "^| r2l | en-de | .* | not recorded | " norec-out/table.md
+cp tokenizer-before cut/tt-r2l/tokenizer.txt
 
 # ---- two tables sharing a run ---------------------------------------------------------
 experiment l2r l2r 100

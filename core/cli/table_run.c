@@ -329,6 +329,97 @@ enum intrus_status table_check_data(const struct table_state *s, struct intrus_e
   return INTRUS_OK;
 }
 
+/* ---- the training data ------------------------------------------------------------ */
+
+/* The fingerprint of the experiment's training split as its corpus holds it now (what a
+ * run records in tokenizer.txt: dataset_train_fp of the raw pairs); false for other data
+ * kinds or an unreadable corpus (table_check_data names it before anything runs). Each
+ * pair of files is read once per table. */
+static bool corpus_now(struct table_state *s, const struct intrus_config *cfg, uint64_t *fp) {
+  const intrus_cfg *data;
+  struct dataset d = {0};
+  struct intrus_error e = {0};
+  bool ok = false;
+  if (intrus_cfg_group_req(intrus_config_root(cfg), "data", &data, &e) ||
+      dataset_configure(&d, data, intrus_config_filename(cfg), &e) || d.kind != DATA_PARALLEL)
+    goto done;
+  char sp[4200], tp[4200];
+  dataset_split_path(&d, "train", d.src_lang, sp, sizeof sp);
+  dataset_split_path(&d, "train", d.tgt_lang, tp, sizeof tp);
+  const uint64_t key =
+      intrus_fnv1a(intrus_fnv1a(INTRUS_FNV_INIT, sp, strlen(sp) + 1), tp, strlen(tp) + 1);
+  for (int i = 0; i < s->ncorpora && !ok; i++)
+    if (s->corpora[i].paths == key) {
+      *fp = s->corpora[i].fp;
+      ok = true;
+    }
+  if (ok) goto done;
+  struct intrus_parallel_text train = {0};
+  if (intrus_parallel_read(sp, tp, &train, &e)) goto done;
+  *fp = dataset_train_fp(&train);
+  intrus_parallel_free(&train);
+  ok = true;
+  if (s->ncorpora < TABLE_MAX_CORPORA) {
+    s->corpora[s->ncorpora].paths = key;
+    s->corpora[s->ncorpora++].fp = *fp;
+  }
+done:
+  dataset_free(&d);
+  return ok;
+}
+
+void table_data_text(const struct table_cell_state *cs, char *out, size_t n) {
+  if (!cs->data_recorded) snprintf(out, n, "not recorded");
+  else if (cs->data_known && cs->data_now != cs->data_trained)
+    snprintf(out, n, "0x%08" PRIx64 " (corpus now 0x%08" PRIx64 ")", cs->data_trained >> 32,
+             cs->data_now >> 32);
+  else snprintf(out, n, "0x%08" PRIx64, cs->data_trained >> 32);
+}
+
+int table_data_notes(const struct table_state *s, FILE *f, const char *prefix) {
+  const struct table_spec *t = s->t;
+  int n = 0;
+  for (int c = 0; c < t->ncols; c++) {
+    const struct table_cell_state *first = NULL;
+    bool differ = false;
+    for (int r = 0; r < t->nrows; r++) {
+      const struct table_cell_state *cs = &s->cells[r][c];
+      if (cs->state == CELL_EMPTY || cs->state == CELL_NEW) continue;
+      if (!cs->data_recorded) {
+        if (cs->data_known) {
+          fprintf(f, "%srow %s, column %s: %s records no training data (no tokenizer.txt): "
+                     "not checked against the corpus or the column's other cells\n",
+                  prefix, t->rows[r].name, t->cols[c].name, cs->run_dir);
+          n++;
+        }
+        continue;
+      }
+      if (cs->data_known && cs->data_now != cs->data_trained) {
+        fprintf(f, "%srow %s, column %s: %s was trained on other training data (0x%016" PRIx64
+                   ") than its corpus holds now (0x%016" PRIx64 ")%s\n",
+                prefix, t->rows[r].name, t->cols[c].name, cs->run_dir, cs->data_trained,
+                cs->data_now, cs->state == CELL_PARTIAL ? "; resuming it will be refused" : "");
+        n++;
+      }
+      if (!first) first = cs;
+      else if (cs->data_trained != first->data_trained) differ = true;
+    }
+    if (!differ) continue;
+    fprintf(f, "%scolumn %s: its cells were trained on different training data (", prefix,
+            t->cols[c].name);
+    const char *sep = "";
+    for (int r = 0; r < t->nrows; r++) {
+      const struct table_cell_state *cs = &s->cells[r][c];
+      if (cs->state == CELL_EMPTY || cs->state == CELL_NEW || !cs->data_recorded) continue;
+      fprintf(f, "%s%s 0x%08" PRIx64, sep, t->rows[r].name, cs->data_trained >> 32);
+      sep = ", ";
+    }
+    fputs("): their scores do not compare\n", f);
+    n++;
+  }
+  return n;
+}
+
 /* ---- cells ------------------------------------------------------------------------ */
 
 /* Each phase's seconds per step in run_dir's train.log (NAN where it has too few rows),
@@ -434,6 +525,8 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   if (results_match(cs->run_dir, fp)) cs->state = CELL_DONE;
   else if (have_ckpt) cs->state = CELL_PARTIAL;
   else cs->state = CELL_NEW;
+  cs->data_recorded = dataset_manifest_train(cs->run_dir, &cs->data_trained);
+  cs->data_known = corpus_now(s, cfg, &cs->data_now);
   if (cs->state != CELL_DONE) {
     if (s->peak_gflops == 0.0) s->peak_gflops = sgemm_probe();
     cs->model_s_per_step = model_s_per_step(cfg, s->peak_gflops);
@@ -602,4 +695,5 @@ void table_print_plan(const struct table_state *s, FILE *f) {
                        "the test decode come on top)"
                      : " (from the runs' own speed; validation and the test decode come on "
                        "top)");
+  table_data_notes(s, f, "note: ");
 }

@@ -34,6 +34,12 @@ struct table_cell_state {
   double estimate_s;        /* training time still to go */
   uint64_t phase_key[TABLE_MAX_PHASES]; /* what a step of each phase costs depends on
                                           * (phase_key in table_run.c); 0: not known */
+  /* The training data: what the run learnt from (its tokenizer.txt) and what the corpus
+   * holds now. The corpora are rebuilt from an archive whose packages drift, and a table
+   * can take days: a cell trained on other data than its column's others is no
+   * comparison, and nothing else would show it. */
+  bool data_recorded, data_known;
+  uint64_t data_trained, data_now;
   char error[1024];
   /* table_score: */
   bool scored;
@@ -45,7 +51,7 @@ struct table_cell_state {
   int b_better, samples;
 };
 
-enum { TABLE_MAX_KNOWN = 256 }; /* phases of other runs remembered for their speed */
+enum { TABLE_MAX_KNOWN = 256, TABLE_MAX_CORPORA = 64 }; /* phases of other runs remembered for their speed */
 
 /* A phase of a run in the runs directory that is no cell of this table (another table's,
  * or one trained by hand): its speed times the cells' phases of the same key. */
@@ -64,6 +70,8 @@ struct table_state {
   bool scanned; /* the runs directory's other runs read into known (scan_other_runs) */
   int nknown;
   struct table_known_phase known[TABLE_MAX_KNOWN];
+  int ncorpora; /* training splits fingerprinted so far, by their paths */
+  struct { uint64_t paths, fp; } corpora[TABLE_MAX_CORPORA];
 };
 
 /* Loads every cell's experiment file (a file that does not parse is an error here,
@@ -78,6 +86,12 @@ enum intrus_status table_check_data(const struct table_state *s, struct intrus_e
 void table_cell_refresh(struct table_state *s, int r, int c);
 /* One line per cell: state, run directory, steps, estimated time; and the total. */
 void table_print_plan(const struct table_state *s, FILE *f);
+/* One line per finding, each begun with prefix: a cell trained on other data than its
+ * corpus holds now, and a column whose cells were trained on different data. Returns how
+ * many. */
+int table_data_notes(const struct table_state *s, FILE *f, const char *prefix);
+/* "0x1f1d156a" (the fingerprint's first 32 bits), "not recorded", "(now 0x...)"... */
+void table_data_text(const struct table_cell_state *cs, char *out, size_t n);
 /* "42 s", "17 min", "2.5 h"; "?" for NAN. */
 void table_duration(double sec, char *out, size_t n);
 

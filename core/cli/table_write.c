@@ -1,5 +1,6 @@
 /* table.md, table.csv and table.json of a results table. A cell shows only what was
  * measured: a cell not run (or failed) is marked so, never filled in. */
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,8 +67,18 @@ static void write_md(const struct table_state *s, FILE *f) {
                "resampling of the test set, %d resamples, seed %llu (sacreBLEU's paired-bs "
                "p-value).\n",
             t->rows[t->baseline].title, t->p_level, t->samples, (unsigned long long)t->seed);
-  fprintf(f, "\n| row | column | run | steps | training | length ratio | p |\n"
-             "|---|---|---|---:|---:|---:|---:|\n");
+  char *notes = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&notes, &len);
+  if (m) {
+    table_data_notes(s, m, "- ");
+    fclose(m);
+    if (len) fprintf(f, "\nTraining data (each run's fingerprint of its training split, "
+                        "from its tokenizer.txt):\n\n%s", notes);
+    free(notes);
+  }
+  fprintf(f, "\n| row | column | run | steps | training | training data | length ratio | p |\n"
+             "|---|---|---|---:|---:|---|---:|---:|\n");
   detail_rows(s, f);
 }
 
@@ -81,7 +92,9 @@ static void detail_rows(const struct table_state *s, FILE *f) {
       fprintf(f, "| %s | %s | `%s` | %ld | ", t->rows[r].name, t->cols[c].name, cs->run_dir,
               cs->step > 0 ? cs->step : 0L);
       if (isfinite(cs->train_s)) fprintf(f, "%.0f s", cs->train_s);
-      fputs(" | ", f);
+      char data[64];
+      table_data_text(cs, data, sizeof data);
+      fprintf(f, " | %s | ", cs->state == CELL_NEW ? "" : data);
       if (cs->scored && isfinite(cs->ratio)) fprintf(f, "%.3f", cs->ratio);
       fputs(" | ", f);
       if (cs->tested) fprintf(f, "%.4f", cs->p_value);
@@ -140,6 +153,12 @@ static void write_json(const struct table_state *s, FILE *f) {
       json_number(f, cs->tested, cs->p_value, "%.6f");
       fputs(", \"significant\": ", f);
       fputs(cs->tested ? (significant(s, cs) ? "true" : "false") : "null", f);
+      fputs(", \"train_data\": ", f);
+      if (cs->data_recorded) fprintf(f, "\"%016" PRIx64 "\"", cs->data_trained);
+      else fputs("null", f);
+      fputs(", \"train_data_now\": ", f);
+      if (cs->data_known) fprintf(f, "\"%016" PRIx64 "\"", cs->data_now);
+      else fputs("null", f);
       if (cs->scored) {
         fputs(", \"signature\": ", f);
         cli_json_string(f, cs->signature);
@@ -170,7 +189,7 @@ static void csv_field(FILE *f, const char *s) {
 static void write_csv(const struct table_state *s, FILE *f) {
   const struct table_spec *t = s->t;
   fputs("row,column,metric,score,paper,significant,p_value,ratio,state,steps,train_s,"
-        "experiment,run_dir\n", f);
+        "experiment,run_dir,train_data\n", f);
   for (int r = 0; r < t->nrows; r++)
     for (int c = 0; c < t->ncols; c++) {
       const struct table_cell_state *cs = &s->cells[r][c];
@@ -195,6 +214,8 @@ static void write_csv(const struct table_state *s, FILE *f) {
       csv_field(f, cs->experiment);
       fputc(',', f);
       csv_field(f, cs->run_dir);
+      fputc(',', f);
+      if (cs->data_recorded) fprintf(f, "%016" PRIx64, cs->data_trained);
       fputc('\n', f);
     }
 }

@@ -82,6 +82,9 @@ uint64_t dataset_train_fp(const struct intrus_parallel_text *train);
 bool dataset_manifest_exists(const char *run_dir);
 enum intrus_status dataset_manifest_write(const struct dataset *d, const char *run_dir,
                                           uint64_t train_fp, struct intrus_error *err);
+/* The training data's fingerprint a run recorded (false: no tokenizer.txt, or none in
+ * it): what `intrus table` compares across the cells of a column. */
+bool dataset_manifest_train(const char *run_dir, uint64_t *train_fp);
 enum intrus_status dataset_manifest_check(const struct dataset *d, const char *run_dir,
                                           const uint64_t *train_fp, struct intrus_error *err);
 

@@ -103,6 +103,17 @@ static bool lookup(const char *text, const char *key, uint64_t *v) {
   return false;
 }
 
+bool dataset_manifest_train(const char *run_dir, uint64_t *train_fp) {
+  char path[4200], text[2048];
+  snprintf(path, sizeof path, "%s/" MANIFEST, run_dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  size_t len = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[len] = '\0';
+  return lookup(text, "train", train_fp);
+}
+
 enum intrus_status dataset_manifest_check(const struct dataset *d, const char *run_dir,
                                           const uint64_t *train_fp, struct intrus_error *err) {
   char path[4200], text[2048];
