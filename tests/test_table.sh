@@ -128,6 +128,12 @@ train_log() { # STEP TRAIN_S ...: a train.log of those rows
 }
 "$intrus" train -q -n 20 -o est/tt-ins ins.cfg > train-est.txt 2>&1
 expect "the phased run trains its pretraining" test $? -eq 0
+# Its effective.cfg trains again (copied beside the experiment: data.dir is relative to
+# the file that names it).
+cp est/tt-ins/effective.cfg again.cfg
+"$intrus" train -q -n 10 -o again-run again.cfg > again-run.txt 2>&1
+rc=$?
+expect "a phased run's effective.cfg trains again: $(head -c 300 again-run.txt)" test $rc -eq 0
 train_log 10 10 20 20 > est/tt-ins/train.log
 "$intrus" table --dry-run -r est ins-table.cfg > plan-ins.txt 2>&1
 expect "40 sampled steps after 1 s pretraining steps: about 232 s, modelled" \

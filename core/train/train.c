@@ -43,7 +43,11 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
     return intrus_cfg_error(g, "steps", err,
                             "not with train.phases: each phase gives its own steps");
   if (t->has_phases) intrus_cfg_mark_read(g, "phases");
-  if ((st = intrus_cfg_int_range(g, "steps", 1000, 1, 1LL << 40, &steps, err)) ||
+  /* With phases the steps are theirs: reading train.steps would put its default into
+   * effective.cfg, which then could not be trained again (steps beside phases). */
+  steps = 0;
+  if ((!t->has_phases &&
+       (st = intrus_cfg_int_range(g, "steps", 1000, 1, 1LL << 40, &steps, err))) ||
       (st = intrus_cfg_int_range(g, "batch", 32, 1, 1 << 20, &batch, err)) ||
       (st = intrus_cfg_int_range(g, "batch_tokens", 4000, 1, 1 << 24, &batch_tokens, err)) ||
       (st = intrus_cfg_int_range(g, "micro_batch_tokens", 0, 0, 1 << 24, &micro_tokens, err)) ||
