@@ -119,7 +119,7 @@ static bool same_dir(const char *dir, const char *base, const char *sub) {
  * tree's plugins be found by default: an installed intrus must never pick up modules
  * from a stale build directory that happens to still exist. Libtool wrapper scripts
  * exec the real binary from .libs/, so those directories count too. */
-static bool running_from_build_tree(void) {
+static bool build_tree_check(void) {
   char exe[PATH_MAX];
   if (!realpath("/proc/self/exe", exe)) return false;
   char *slash = strrchr(exe, '/');
@@ -130,6 +130,18 @@ static bool running_from_build_tree(void) {
   for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++)
     if (same_dir(exe, INTRUS_BUILDDIR, subdirs[i])) return true;
   return false;
+}
+
+/* Decided once per process: `make` rebuilding intrus while a long `intrus table` runs
+ * leaves /proc/self/exe pointing at a deleted file, and every cell after the first then
+ * failed to find the build tree's plugins. */
+static pthread_once_t build_tree_once = PTHREAD_ONCE_INIT;
+static bool build_tree;
+static void build_tree_init(void) { build_tree = build_tree_check(); }
+
+static bool running_from_build_tree(void) {
+  pthread_once(&build_tree_once, build_tree_init);
+  return build_tree;
 }
 
 void intrus_plugin_search_add_defaults(struct intrus_plugin_search *s) {
