@@ -278,6 +278,14 @@ static void test_pos_english(void) {
          "the English pair's HMM tagger on %ld of 2 sentences", info.hmm_sentences);
   EXPECT(info.unknown >= 2, "%ld unknown words (MOD1 and zorblax at least)", info.unknown);
 
+  /* apertium-destxt moves '~' out of the text into a superblank ("[~]"): still the
+   * words' characters (an En-Ru output with gcc's "~%qT" stopped the analysis). */
+  char *tilde[] = {"She", "~%qT", "and", "~", "files"};
+  static const enum pos_class want_tilde[] = {POS_PRON, POS_OTHER, POS_CONJ, POS_OTHER,
+                                              POS_NOUN};
+  long start_tilde[] = {0, 5};
+  expect_tags(mode, tilde, start_tilde, 1, want_tilde, &info);
+
   /* A tagger that fails (as Debian 12's Russian one crashes): the first reading of each
    * unit the analyser leaves, and info says so. */
   char broken_tagger[512];

@@ -170,9 +170,13 @@ static enum intrus_status align(const char *out, char *const *words, long nwords
   pos = 0;
   *unknown = 0;
   while (s < end && !st) {
-    if (*s == '[') { /* a superblank: formatting, no words */
-      s = find_unescaped(s + 1, end, ']');
-      if (s < end) s++;
+    if (*s == '[') {
+      /* A superblank: formatting, except that apertium-destxt moves some characters of
+       * the text into one ('~' becomes "[~]"): what matches the words there is theirs. */
+      const char *close = find_unescaped(s + 1, end, ']');
+      size_t bl = unescape(s + 1, close, surface);
+      if (bl && pos + bl <= total && memcmp(concat + pos, surface, bl) == 0) pos += bl;
+      s = close < end ? close + 1 : end;
       continue;
     }
     if (*s == ' ' || *s == '\n' || *s == '\t') {
