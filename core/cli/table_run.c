@@ -20,8 +20,10 @@
 
 /* ---- what the run directory holds ------------------------------------------------ */
 
-/* results.json of exactly these settings (its "fingerprint") and the test output. */
-static bool results_match(const char *run_dir, uint64_t fp) {
+/* results.json of exactly these settings (its "fingerprint") and the test output; its
+ * "steps" into *steps (left alone without one): a finished run copied without its
+ * checkpoint still says how far it trained. */
+static bool results_match(const char *run_dir, uint64_t fp, long *steps) {
   char path[4500], *json = NULL, want[64];
   size_t len;
   struct intrus_error e = {0};
@@ -31,6 +33,8 @@ static bool results_match(const char *run_dir, uint64_t fp) {
   if (access(path, R_OK) != 0 || intrus_file_read_all(path, &json, &len, &e)) return false;
   snprintf(want, sizeof want, "\"fingerprint\": \"%016" PRIx64 "\"", fp);
   bool ok = strstr(json, want) != NULL;
+  const char *st = strstr(json, "\"steps\": ");
+  if (ok && st) *steps = strtol(st + 9, NULL, 10);
   free(json);
   return ok;
 }
@@ -522,7 +526,7 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   cs->model_s_per_step = NAN;
   cs->train_s = phase_rates(cs->run_dir, cs->nphases, steps, cur, start, cs->phase_rate);
   for (int p = 0; p < cs->nphases; p++) cs->phase_key[p] = phase_key(cfg, p);
-  if (results_match(cs->run_dir, fp)) cs->state = CELL_DONE;
+  if (results_match(cs->run_dir, fp, &cs->step)) cs->state = CELL_DONE;
   else if (have_ckpt) cs->state = CELL_PARTIAL;
   else cs->state = CELL_NEW;
   cs->data_recorded = dataset_manifest_train(cs->run_dir, &cs->data_trained);
