@@ -13,6 +13,7 @@
 #include <cairo.h>
 
 #include "viz/order_stats.h"
+#include "viz/bars.h"
 #include "viz/pos_tag.h"
 #include "viz/plot.h"
 #include "testutil.h"
@@ -172,6 +173,57 @@ static void test_command(void) {
 }
 
 /* intrus analyze time: bench_intrus t's TSV drawn, one curve per decoder; bad files. */
+/* The lowest dark pixel in columns [x - 10, x + 10] below row from; -1 without one. */
+static int lowest_ink(cairo_surface_t *s, int x, int from) {
+  const unsigned char *d = cairo_image_surface_get_data(s);
+  int stride = cairo_image_surface_get_stride(s), h = cairo_image_surface_get_height(s);
+  int low = -1;
+  for (int y = from; y < h; y++)
+    for (int dx = -10; dx <= 10; dx++) {
+      const unsigned char *p = d + (size_t)y * (size_t)stride + 4 * (size_t)(x + dx);
+      if (p[0] < 100 && p[1] < 100 && p[2] < 100) low = y;
+    }
+  return low;
+}
+
+/* Category names wider than their group alternate between two rows (eleven parts of
+ * speech at 900 pixels overlapped); narrow ones stay on one. */
+static void test_bar_labels(void) {
+  static const char *const wide[] = {"prepositions", "conjunctions", "determiners",
+                                     "prepositions", "conjunctions", "determiners",
+                                     "prepositions", "conjunctions", "determiners",
+                                     "prepositions", "conjunctions"};
+  static const char *const narrow[] = {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k"};
+  static const char *const series[] = {"one"};
+  double value[11];
+  for (int i = 0; i < 11; i++) value[i] = 0.5;
+  for (int k = 0; k < 2; k++) {
+    struct bar_chart c = {.title = "t", .ytitle = "y", .ncat = 11, .nseries = 1,
+                          .categories = k ? narrow : wide, .series = series, .value = value,
+                          .ymin = 0, .ymax = 1, .width = 900, .height = 560};
+    struct intrus_error err = {0};
+    const char *path = test_tmp_path("labels.png");
+    EXPECT(intrus_bars_draw(path, &c, &err) == INTRUS_OK, "%s", err.msg);
+    cairo_surface_t *s = cairo_image_surface_create_from_png(path);
+    if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
+      EXPECT(false, "cairo reads labels.png back");
+      cairo_surface_destroy(s);
+      continue;
+    }
+    int w = cairo_image_surface_get_width(s);
+    double left = 62, group = (w - 14 - left) / 11.0;
+    int from = 500; /* below the bars' base line, in the label band */
+    int a = lowest_ink(s, (int)(left + group * 4.5), from);
+    int b = lowest_ink(s, (int)(left + group * 5.5), from);
+    if (k == 0)
+      EXPECT(a > 0 && b > a + 8, "wide names: the odd one's row (ink to %d) under the even "
+             "one's (%d)", b, a);
+    else
+      EXPECT(a > 0 && abs(a - b) <= 3, "narrow names on one row (ink to %d and %d)", a, b);
+    cairo_surface_destroy(s);
+  }
+}
+
 static void test_time(void) {
   test_write_file(test_tmp_path("times.tsv"),
                   "decoder\tlength\tms_per_sentence\ninsertion\t5\t3.1\n"
@@ -374,6 +426,7 @@ int main(void) {
   test_read();
   test_bad();
   test_command();
+  test_bar_labels();
   test_time();
   test_pos_tags();
   test_pos_english();

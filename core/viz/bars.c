@@ -1,5 +1,6 @@
 /* Grouped bar charts (bars.h). */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +56,11 @@ static void paint(cairo_t *cr, void *user) {
   double legend_h = label_h * 1.6;
   double x0 = margin + label_h + gap + ylab + gap, x1 = c->width - margin;
   double y0 = margin + title_h + gap + legend_h + gap;
-  double y1 = c->height - margin - label_h - gap;
+  /* Category names wider than their share of the width alternate between two rows. */
+  bool stagger = false;
+  for (int j = 0; j < c->ncat; j++)
+    if (draw_advance(cr, c->categories[j]) > (x1 - x0) / c->ncat - gap) stagger = true;
+  double y1 = c->height - margin - (stagger ? 2 : 1) * label_h - gap;
   double sx = 0;
   /* Legend: swatch and name per series, centred. */
   double total = 0, sw = 14 * s;
@@ -124,7 +129,8 @@ static void paint(cairo_t *cr, void *user) {
       show_centred(cr, buf, gx + (k + 0.5) * bar_w, ytop - gap);
     }
     cairo_set_source_rgb(cr, 0, 0, 0);
-    show_centred(cr, c->categories[j], x0 + (j + 0.5) * group_w, y1 + gap + fe.ascent);
+    show_centred(cr, c->categories[j], x0 + (j + 0.5) * group_w,
+                 y1 + gap + fe.ascent + (stagger && j % 2 ? label_h : 0));
   }
   cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
   cairo_set_line_width(cr, 1.0);
