@@ -276,6 +276,29 @@ expect "a run without tokenizer.txt is not checked, and says so" \
 expect "table.md: not recorded" grep -q "^| r2l | en-de | .* | not recorded | " norec-out/table.md
 cp tokenizer-before cut/tt-r2l/tokenizer.txt
 
+# ---- intrus rebuilt while a table runs --------------------------------------------------
+# make replacing the binary leaves /proc/self/exe pointing at a deleted file; the cells
+# after the first still find the build tree's plugins. A copy of the real binary under
+# tests/.libs (a build-tree directory) stands in, removed during the first cell.
+if [ -x "$build/.libs/intrus" ] && [ -d "$build/tests/.libs" ]; then
+  exe="$build/tests/.libs/intrus-test-table-$$"
+  cp "$build/.libs/intrus" "$exe"
+  env -u INTRUS_PLUGIN_PATH LD_LIBRARY_PATH="$build/core/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$exe" table -q -r rebuilt -O rebuilt-out table.cfg > rebuilt.txt 2>&1 &
+  bg=$!
+  i=0
+  while [ $i -lt 600 ] && [ ! -f rebuilt/tt-l2r/checkpoint.ckpt ]; do
+    sleep 0.05
+    i=$((i + 1))
+  done
+  rm -f "$exe"
+  wait $bg
+  rc=$?
+  bg=
+  expect "a table whose binary was removed during its first cell runs the second: $(grep -m1 failed rebuilt.txt)" \
+    test $rc -eq 0 -a -f rebuilt/tt-r2l/results.json
+fi
+
 # ---- two tables sharing a run ---------------------------------------------------------
 experiment l2r l2r 100
 sed -e 's/"r2l.cfg"/"l2r.cfg"/' -e 's/"r2l"/"other"/' table.cfg > table2.cfg
