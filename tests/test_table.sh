@@ -191,17 +191,21 @@ expect "a run of the sampled phase alone is timed from tt-ins's sampled phase: 7
   grep -q "train .*est/tt-nopre, 25 steps, 75 s$" plan-other.txt
 expect "a wider model is modelled" grep -q "train .*est/tt-wide, 40 steps, ~" plan-other.txt
 
+wait_for() { # FILE: until it exists, at most 30 s
+  i=0
+  while [ $i -lt 600 ] && [ ! -f "$1" ]; do
+    sleep 0.05
+    i=$((i + 1))
+  done
+}
+
 # ---- uninterrupted, then killed and resumed ------------------------------------------
 "$intrus" table -q -r ref -O ref-out table.cfg > ref.txt 2>&1
 expect "the uninterrupted table runs" test $? -eq 0
 "$intrus" table -q -r cut -O cut-out table.cfg > cut1.txt 2>&1 &
 bg=$!
 # Kill it once l2r has checkpointed (step 20 or later) and before it finished.
-i=0
-while [ $i -lt 600 ] && [ ! -f cut/tt-l2r/checkpoint.ckpt ]; do
-  sleep 0.05
-  i=$((i + 1))
-done
+wait_for cut/tt-l2r/checkpoint.ckpt
 kill -9 $bg 2>/dev/null
 wait $bg 2>/dev/null
 bg=
@@ -286,11 +290,7 @@ if [ -x "$build/.libs/intrus" ] && [ -d "$build/tests/.libs" ]; then
   env -u INTRUS_PLUGIN_PATH LD_LIBRARY_PATH="$build/core/.libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     "$exe" table -q -r rebuilt -O rebuilt-out table.cfg > rebuilt.txt 2>&1 &
   bg=$!
-  i=0
-  while [ $i -lt 600 ] && [ ! -f rebuilt/tt-l2r/checkpoint.ckpt ]; do
-    sleep 0.05
-    i=$((i + 1))
-  done
+  wait_for rebuilt/tt-l2r/checkpoint.ckpt
   rm -f "$exe"
   wait $bg
   rc=$?
