@@ -432,5 +432,6 @@ int main(void) {
   test_pos_english();
   test_pos_russian();
   if (!tu_failures) test_remove_tmpdir(); /* kept for a look when a check failed */
+  test_release_font_caches(); /* test_bar_labels drew in-process */
   return test_finish("test_order_stats");
 }

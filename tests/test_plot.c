@@ -208,11 +208,6 @@ int main(void) {
   test_draw();
   test_errors();
   if (!tu_failures) test_remove_tmpdir(); /* kept for a look when a check failed */
-  /* Cairo's font caches and fontconfig's configuration live as long as the process;
-   * released here so that leak checkers see only ours (as tests/test_trace does). */
-  cairo_debug_reset_static_data();
-  void (*fc_fini)(void);
-  *(void **)&fc_fini = dlsym(RTLD_DEFAULT, "FcFini");
-  if (fc_fini) fc_fini();
+  test_release_font_caches();
   return test_finish("test_plot");
 }

@@ -270,12 +270,6 @@ int main(void) {
   test_relative();
   test_pictures();
   test_remove_tmpdir();
-  /* Cairo's font caches and fontconfig's configuration live as long as the process;
-   * released here so that leak checkers see only ours. Fontconfig comes in through
-   * cairo, so it is looked up rather than linked. */
-  cairo_debug_reset_static_data();
-  void (*fc_fini)(void);
-  *(void **)&fc_fini = dlsym(RTLD_DEFAULT, "FcFini");
-  if (fc_fini) fc_fini();
+  test_release_font_caches();
   return test_finish("test_trace");
 }

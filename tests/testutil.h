@@ -11,6 +11,7 @@
 #define INTRUS_TESTUTIL_H
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <stdbool.h>
@@ -269,6 +270,17 @@ static inline int test_run_child(void (*fn)(const void *arg), const void *arg, c
 }
 
 /* Sets the OpenMP thread count (nothing without OpenMP). */
+/* Cairo's font caches and fontconfig's configuration live as long as the process: a
+ * test that draws in-process releases them before it ends, so that leak checkers see
+ * only ours. Looked up rather than linked: most tests link neither. */
+static inline void test_release_font_caches(void) {
+  void (*fn)(void);
+  *(void **)&fn = dlsym(RTLD_DEFAULT, "cairo_debug_reset_static_data");
+  if (fn) fn();
+  *(void **)&fn = dlsym(RTLD_DEFAULT, "FcFini");
+  if (fn) fn();
+}
+
 static inline void test_set_threads(int n) {
 #ifdef _OPENMP
   omp_set_num_threads(n);
