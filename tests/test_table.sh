@@ -10,8 +10,9 @@ set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
 tmp=$(mktemp -d) || exit 1
-trap 'kill -9 $bg 2>/dev/null; rm -rf "$tmp"' 0
+trap 'kill -9 $bg 2>/dev/null; rm -rf "$tmp"; [ -z "$exe" ] || rm -f "$exe"' 0
 bg=
+exe=
 cd "$tmp" || exit 1
 mkdir data
 for s in train:400 valid:40 test:40; do
