@@ -2,7 +2,6 @@
  * size, read back: each run's colour is on the picture, the better run's curve above the
  * worse one; a log resumed from an older checkpoint; and the errors, each naming its
  * file (and line), leaving no picture and no temporary file. */
-#include <dlfcn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -2,7 +2,6 @@
  * style), relative generation indices worked out by hand, the empty output, PNG and SVG
  * pictures (read back: one highlighted box per step, in the column of the word that
  * step inserted), and errors that name the path without leaving temporary files. */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -51,7 +51,8 @@ struct table_cell_state {
   int b_better, samples;
 };
 
-enum { TABLE_MAX_KNOWN = 256, TABLE_MAX_CORPORA = 64 }; /* phases of other runs remembered for their speed */
+enum { TABLE_MAX_KNOWN = 256 };  /* phases of other runs remembered for their speed */
+enum { TABLE_MAX_CORPORA = 64 }; /* training splits whose fingerprint is remembered */
 
 /* A phase of a run in the runs directory that is no cell of this table (another table's,
  * or one trained by hand): its speed times the cells' phases of the same key. */

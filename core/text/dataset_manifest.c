@@ -103,26 +103,28 @@ static bool lookup(const char *text, const char *key, uint64_t *v) {
   return false;
 }
 
-bool dataset_manifest_train(const char *run_dir, uint64_t *train_fp) {
-  char path[4200], text[2048];
-  snprintf(path, sizeof path, "%s/" MANIFEST, run_dir);
+/* RUN_DIR/tokenizer.txt's text (it is a few lines) into text; its path into path. false
+ * when it cannot be opened (errno says why). */
+static bool manifest_read(const char *run_dir, char path[4200], char text[2048]) {
+  snprintf(path, 4200, "%s/" MANIFEST, run_dir);
   FILE *f = fopen(path, "r");
   if (!f) return false;
-  size_t len = fread(text, 1, sizeof text - 1, f);
+  size_t len = fread(text, 1, 2047, f);
   fclose(f);
   text[len] = '\0';
-  return lookup(text, "train", train_fp);
+  return true;
+}
+
+bool dataset_manifest_train(const char *run_dir, uint64_t *train_fp) {
+  char path[4200], text[2048];
+  return manifest_read(run_dir, path, text) && lookup(text, "train", train_fp);
 }
 
 enum intrus_status dataset_manifest_check(const struct dataset *d, const char *run_dir,
                                           const uint64_t *train_fp, struct intrus_error *err) {
   char path[4200], text[2048];
-  snprintf(path, sizeof path, "%s/" MANIFEST, run_dir);
-  FILE *f = fopen(path, "r");
-  if (!f) return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  size_t len = fread(text, 1, sizeof text - 1, f);
-  fclose(f);
-  text[len] = '\0';
+  if (!manifest_read(run_dir, path, text))
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   const char *fresh = "train into a new run directory (-o) or delete this one to start over";
   uint64_t want, settings, train;
   if (!lookup(text, "settings", &settings) || !lookup(text, "train", &train))

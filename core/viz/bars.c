@@ -56,10 +56,12 @@ static void paint(cairo_t *cr, void *user) {
   double legend_h = label_h * 1.6;
   double x0 = margin + label_h + gap + ylab + gap, x1 = c->width - margin;
   double y0 = margin + title_h + gap + legend_h + gap;
-  /* Category names wider than their share of the width alternate between two rows. */
+  /* Each group takes an equal share of the width; category names wider than it
+   * alternate between two rows. */
+  const double group_w = (x1 - x0) / c->ncat;
   bool stagger = false;
   for (int j = 0; j < c->ncat; j++)
-    if (draw_advance(cr, c->categories[j]) > (x1 - x0) / c->ncat - gap) stagger = true;
+    if (draw_advance(cr, c->categories[j]) > group_w - gap) stagger = true;
   double y1 = c->height - margin - (stagger ? 2 : 1) * label_h - gap;
   double sx = 0;
   /* Legend: swatch and name per series, centred. */
@@ -94,8 +96,8 @@ static void paint(cairo_t *cr, void *user) {
     cairo_move_to(cr, x0 - gap - draw_advance(cr, buf), y + (fe.ascent - fe.descent) / 2);
     cairo_show_text(cr, buf);
   }
-  /* Bars: each group takes an equal share of the width, its bars 70% of that. */
-  double group_w = (x1 - x0) / c->ncat, bar_w = group_w * 0.7 / c->nseries;
+  /* Bars: 70% of each group's width. */
+  double bar_w = group_w * 0.7 / c->nseries;
   for (int j = 0; j < c->ncat; j++) {
     double gx = x0 + j * group_w + group_w * 0.15;
     for (int k = 0; k < c->nseries; k++) {
