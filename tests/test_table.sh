@@ -5,7 +5,8 @@
 # the middle of a run and invoked again resumes it and ends with the same numbers as an
 # uninterrupted table (logs, outputs, scores); a second invocation trains nothing; a cell
 # trained on other data than its corpus holds now, or than its column's other cells, is
-# named; two tables that share a run, started together, train it once.
+# named; two tables that share a run, started together, train it once; --row and --column
+# run only the cells named.
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
@@ -92,6 +93,25 @@ rc=$?
 expect "--dry-run exits 0" test $rc -eq 0
 expect "--dry-run lists both runs to train" grep -q "2 runs to train" plan.txt
 expect "--dry-run trains nothing" test ! -d runs
+
+# ---- --row / --column: run only the cells named ------------------------------------------
+"$intrus" table --dry-run --row r2l table.cfg > plan-row.txt 2>&1
+expect "--row: the plan trains one run" grep -q "^1 run to train" plan-row.txt
+expect "--row: the plan names the other" grep -q "^ *l2r .*train .*(not selected)$" plan-row.txt
+expect "--row: and counts it apart" grep -q "^1 more run not selected" plan-row.txt
+"$intrus" table --row r2x table.cfg > row-bad.txt 2>&1
+rc=$?
+expect "an unknown --row is a usage error ($rc)" test $rc -eq 2
+expect "an unknown --row names the rows there are" \
+  grep -q -- "--row r2x: table has no row of that name (rows: l2r, r2l)" row-bad.txt
+"$intrus" table --column en-dx table.cfg > col-bad.txt 2>&1
+expect "an unknown --column is a usage error" test $? -eq 2
+expect "--row r2x and --column en-dx train nothing" test ! -d runs
+"$intrus" table -q -r sel -O sel-out --row r2l --column en-de table.cfg > sel.txt 2>&1
+expect "--row r2l runs" test $? -eq 0
+expect "--row r2l trains r2l" test -f sel/tt-r2l/results.json
+expect "--row r2l leaves l2r alone" test ! -d sel/tt-l2r
+expect "--row r2l: the table marks l2r not run" grep -q "^| Left-to-right (baseline) | (not run) |" sel-out/table.md
 
 # ---- --dry-run times each phase at its own speed ---------------------------------------
 # An INTRUS run of 20 pretraining and 40 sampled steps, stopped in its phases; its

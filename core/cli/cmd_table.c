@@ -39,12 +39,18 @@ static const char table_usage[] =
     "  -r, --runs DIR         parent of the run directories, DIR/<experiment name>\n"
     "                         (default: runs, as intrus run)\n"
     "  -p, --plugin-path DIRS colon-separated plugin directories searched first\n"
+    "  -R, --row NAME         run only this row's cells (repeat for more rows); the other\n"
+    "                         cells are not run, and are in the table if finished\n"
+    "  -C, --column NAME      run only this column's cells (repeatable; with --row, the\n"
+    "                         cells in both), e.g. one cell that fits a session\n"
     "  -q, --quiet            no training progress (the per-run lines stay)\n"
     "  -h, --help             this help\n";
 
 struct table_args {
   const char *table, *out, *runs, *plugin_path;
   bool dry_run, no_train, quiet;
+  int nrows, ncols; /* --row, --column */
+  const char *rows[TABLE_MAX_ROWS], *cols[TABLE_MAX_COLUMNS];
 };
 
 static int parse_args(int argc, char **argv, struct table_args *a) {
@@ -52,19 +58,34 @@ static int parse_args(int argc, char **argv, struct table_args *a) {
       {"dry-run", no_argument, NULL, 'n'},         {"out", required_argument, NULL, 'O'},
       {"runs", required_argument, NULL, 'r'},      {"plugin-path", required_argument, NULL, 'p'},
       {"quiet", no_argument, NULL, 'q'},           {"help", no_argument, NULL, 'h'},
-      {"no-train", no_argument, NULL, 's'},
+      {"no-train", no_argument, NULL, 's'},        {"row", required_argument, NULL, 'R'},
+      {"column", required_argument, NULL, 'C'},
       {NULL, 0, NULL, 0}};
   memset(a, 0, sizeof *a);
   a->runs = "runs";
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, "nsO:r:p:qh", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "nsO:r:p:R:C:qh", longopts, NULL)) != -1) {
     switch (c) {
     case 'n': a->dry_run = true; break;
     case 's': a->no_train = true; break;
     case 'O': a->out = optarg; break;
     case 'r': a->runs = optarg; break;
     case 'p': a->plugin_path = optarg; break;
+    case 'R':
+      if (a->nrows == TABLE_MAX_ROWS) {
+        fprintf(stderr, "intrus table: more than %d --row\n", TABLE_MAX_ROWS);
+        return INTRUS_EXIT_USAGE;
+      }
+      a->rows[a->nrows++] = optarg;
+      break;
+    case 'C':
+      if (a->ncols == TABLE_MAX_COLUMNS) {
+        fprintf(stderr, "intrus table: more than %d --column\n", TABLE_MAX_COLUMNS);
+        return INTRUS_EXIT_USAGE;
+      }
+      a->cols[a->ncols++] = optarg;
+      break;
     case 'q': a->quiet = true; break;
     case 'h': fputs(table_usage, stdout); exit(INTRUS_EXIT_OK);
     default: fputs(table_usage, stderr); return INTRUS_EXIT_USAGE;
@@ -179,6 +200,12 @@ int intrus_cmd_table(int argc, char **argv) {
     table_spec_free(t);
     return intrus_cli_fail("table", &err);
   }
+  if (table_select(s, a.rows, a.nrows, a.cols, a.ncols, &err)) {
+    table_state_free(s);
+    table_spec_free(t);
+    intrus_cli_fail("table", &err);
+    return INTRUS_EXIT_USAGE;
+  }
   table_print_plan(s, stdout);
   if (a.no_train) printf("--no-train: nothing above is trained or decoded; the table holds the finished cells\n");
   fflush(stdout);
@@ -198,12 +225,13 @@ int intrus_cmd_table(int argc, char **argv) {
   }
   int todo = 0, k = 0, failed = 0;
   for (int r = 0; r < t->nrows; r++)
-    for (int c = 0; c < t->ncols; c++) todo += s->cells[r][c].state == CELL_NEW ||
-                                               s->cells[r][c].state == CELL_PARTIAL;
+    for (int c = 0; c < t->ncols; c++)
+      todo += !s->cells[r][c].held &&
+              (s->cells[r][c].state == CELL_NEW || s->cells[r][c].state == CELL_PARTIAL);
   for (int r = 0; r < t->nrows && !a.no_train; r++)
     for (int c = 0; c < t->ncols; c++) {
       struct table_cell_state *cs = &s->cells[r][c];
-      if (cs->state != CELL_NEW && cs->state != CELL_PARTIAL) continue;
+      if (cs->held || (cs->state != CELL_NEW && cs->state != CELL_PARTIAL)) continue;
       char label[256], eta[32];
       snprintf(label, sizeof label, "[%d/%d %s %s]", ++k, todo, t->rows[r].name,
                t->cols[c].name);

@@ -41,6 +41,7 @@ struct table_cell_state {
   bool data_recorded, data_known;
   uint64_t data_trained, data_now;
   char error[1024];
+  bool held; /* outside --row / --column: not run by this invocation, scored if done */
   /* table_score: */
   bool scored;
   double score, ratio;
@@ -83,6 +84,11 @@ void table_state_free(struct table_state *s);
 /* The corpus files of every cell still to run are readable (INTRUS_ERR_DATA naming the
  * first missing one, the row and the column). */
 enum intrus_status table_check_data(const struct table_state *s, struct intrus_error *err);
+/* Holds every cell outside the named rows and columns (NULL or none: all of them):
+ * names are table_spec row / column names; an unknown one is INTRUS_ERR_CONFIG naming
+ * the table's names. */
+enum intrus_status table_select(struct table_state *s, const char *const *rows, int nrows,
+                                const char *const *cols, int ncols, struct intrus_error *err);
 /* Looks at cell (r, c)'s run directory again (after running it). */
 void table_cell_refresh(struct table_state *s, int r, int c);
 /* One line per cell: state, run directory, steps, estimated time; and the total. */
