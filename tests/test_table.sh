@@ -212,6 +212,26 @@ expect "a run of the sampled phase alone is timed from tt-ins's sampled phase: 7
   grep -q "train .*est/tt-nopre, 25 steps, 75 s$" plan-other.txt
 expect "a wider model is modelled" grep -q "train .*est/tt-wide, 40 steps, ~" plan-other.txt
 
+# ---- a finished cell kept without its checkpoint still times its phases ---------------
+# As docs/small-* keeps runs (results.json, test.hyp, train.log, effective.cfg): its
+# phases are timed back from its last step, and its sampled phase (3 s a step) times the
+# no-pretraining cell of the same table.
+"$intrus" table -q -r fin -O fin-out ins-table.cfg > fin.txt 2>&1
+expect "the phased cell finishes" test -f fin/tt-ins/results.json
+rm -f fin/tt-ins/*.ckpt
+train_log 10 10 20 20 30 50 40 80 50 110 60 140 > fin/tt-ins/train.log
+cat > fin-table.cfg <<'EOF'
+title = "finished";
+baseline = "intrus";
+columns = ( { name = "en-de"; title = "En-De"; } );
+rows = ( { name = "intrus"; title = "INTRUS"; experiments = { en-de = "ins.cfg"; }; },
+         { name = "nopre"; title = "no pretraining"; experiments = { en-de = "tt-nopre.cfg"; }; } );
+EOF
+"$intrus" table --dry-run -r fin fin-table.cfg > plan-fin.txt 2>&1
+expect "the cell without its checkpoint is done" grep -q "done .*fin/tt-ins$" plan-fin.txt
+expect "its sampled phase times the no-pretraining cell: 25 x 3 s, measured" \
+  grep -q "train .*fin/tt-nopre, 25 steps, 75 s$" plan-fin.txt
+
 wait_for() { # FILE: until it exists, at most 30 s
   i=0
   while [ $i -lt 600 ] && [ ! -f "$1" ]; do

@@ -518,6 +518,14 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   for (int p = 0; p < cs->nphases; p++) cs->total_steps += steps[p];
   bool have_ckpt = checkpoint_where(cs->run_dir, &cs->step, &cur, &start);
   if (!have_ckpt) cs->step = 0;
+  bool done = results_match(cs->run_dir, fp, &cs->step);
+  if (done && !have_ckpt) {
+    /* A finished run kept without its checkpoint (docs/small-* copied back): every phase
+     * ended by the last step, so its phases are timed back from there and still time
+     * other cells' phases of the same kind. */
+    cur = cs->nphases;
+    start = cs->step;
+  }
   for (int p = 0; p < cs->nphases; p++) {
     long left = p < cur ? 0 : p == cur ? steps[p] - (cs->step - start) : steps[p];
     cs->phase_left[p] = left > 0 ? left : 0;
@@ -526,7 +534,7 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   cs->model_s_per_step = NAN;
   cs->train_s = phase_rates(cs->run_dir, cs->nphases, steps, cur, start, cs->phase_rate);
   for (int p = 0; p < cs->nphases; p++) cs->phase_key[p] = phase_key(cfg, p);
-  if (results_match(cs->run_dir, fp, &cs->step)) cs->state = CELL_DONE;
+  if (done) cs->state = CELL_DONE;
   else if (have_ckpt) cs->state = CELL_PARTIAL;
   else cs->state = CELL_NEW;
   cs->data_recorded = dataset_manifest_train(cs->run_dir, &cs->data_trained);
