@@ -53,6 +53,16 @@ struct table_args {
   const char *rows[TABLE_MAX_ROWS], *cols[TABLE_MAX_COLUMNS];
 };
 
+/* One more --row / --column (optarg); -1 past what a table can have. */
+static int name_add(const char **names, int *n, int max, const char *what) {
+  if (*n == max) {
+    fprintf(stderr, "intrus table: more than %d --%s\n", max, what);
+    return -1;
+  }
+  names[(*n)++] = optarg;
+  return 0;
+}
+
 static int parse_args(int argc, char **argv, struct table_args *a) {
   static const struct option longopts[] = {
       {"dry-run", no_argument, NULL, 'n'},         {"out", required_argument, NULL, 'O'},
@@ -73,18 +83,10 @@ static int parse_args(int argc, char **argv, struct table_args *a) {
     case 'r': a->runs = optarg; break;
     case 'p': a->plugin_path = optarg; break;
     case 'R':
-      if (a->nrows == TABLE_MAX_ROWS) {
-        fprintf(stderr, "intrus table: more than %d --row\n", TABLE_MAX_ROWS);
-        return INTRUS_EXIT_USAGE;
-      }
-      a->rows[a->nrows++] = optarg;
+      if (name_add(a->rows, &a->nrows, TABLE_MAX_ROWS, "row")) return INTRUS_EXIT_USAGE;
       break;
     case 'C':
-      if (a->ncols == TABLE_MAX_COLUMNS) {
-        fprintf(stderr, "intrus table: more than %d --column\n", TABLE_MAX_COLUMNS);
-        return INTRUS_EXIT_USAGE;
-      }
-      a->cols[a->ncols++] = optarg;
+      if (name_add(a->cols, &a->ncols, TABLE_MAX_COLUMNS, "column")) return INTRUS_EXIT_USAGE;
       break;
     case 'q': a->quiet = true; break;
     case 'h': fputs(table_usage, stdout); exit(INTRUS_EXIT_OK);
