@@ -146,8 +146,9 @@ static bool is(const struct line *l, const char *key) { return l->n > 0 && !strc
 static int ival(const struct line *l, int i) { return i < l->n ? atoi(l->f[i]) : -1; }
 static double dval(const struct line *l, int i) { return i < l->n ? strtod(l->f[i], NULL) : NAN; }
 /* "KEY l2r|r2l a b": 0, 1, or -1 for anything else. */
-static int direction_field(const struct line *l) {
-  if (l->n != 4) return -1;
+/* "NAME l2r|r2l" and n fields in all: 0 or 1, -1 otherwise. */
+static int direction_field(const struct line *l, int n) {
+  if (l->n != n) return -1;
   return !strcmp(l->f[1], "l2r") ? 0 : !strcmp(l->f[1], "r2l") ? 1 : -1;
 }
 
@@ -242,8 +243,8 @@ struct ins_fixture {
     int npairs, pair_slot[(MAX_LEN + 1) * MAX_LEN], pair_tok[(MAX_LEN + 1) * MAX_LEN];
   } st[MAX_STATES];
   double mean[2];
-  double trajectory[2][2]; /* [l2r, r2l][main, uniform] */
-  int have_trajectory[2];
+  double trajectory[2][3]; /* [l2r, r2l][main, uniform, chosen] */
+  int have_trajectory[2], have_chosen[2];
   const struct fixture *fx;
 };
 
@@ -298,12 +299,19 @@ static bool ins_parse(const struct fixture *fx, struct ins_fixture *r) {
       ok = l->n == 3;
       if (ok) r->mean[0] = dval(l, 1), r->mean[1] = dval(l, 2);
     } else if (is(l, "trajectory")) {
-      int o = direction_field(l);
+      int o = direction_field(l, 4);
       ok = o >= 0;
       if (ok) {
         r->trajectory[o][0] = dval(l, 2);
         r->trajectory[o][1] = dval(l, 3);
         r->have_trajectory[o] = 1;
+      }
+    } else if (is(l, "chosen")) {
+      int o = direction_field(l, 3);
+      ok = o >= 0;
+      if (ok) {
+        r->trajectory[o][2] = dval(l, 2);
+        r->have_chosen[o] = 1;
       }
     }
     EXPECT(ok, "insertion.txt: bad line %d ('%s')", i + 1, l->n ? l->f[0] : "");
@@ -312,9 +320,10 @@ static bool ins_parse(const struct fixture *fx, struct ins_fixture *r) {
   int want_rows = 0;
   for (int s = 0; s < r->nstates; s++) want_rows += r->st[s].k + 1;
   bool ok = r->nstates > 0 && tok_rows == want_rows && r->have_trajectory[0] &&
-            r->have_trajectory[1];
-  EXPECT(ok, "insertion.txt: %d states, %d of %d token rows, trajectory lines %d %d",
-         r->nstates, tok_rows, want_rows, r->have_trajectory[0], r->have_trajectory[1]);
+            r->have_trajectory[1] && r->have_chosen[0] && r->have_chosen[1];
+  EXPECT(ok, "insertion.txt: %d states, %d of %d token rows, trajectory lines %d %d, chosen %d %d",
+         r->nstates, tok_rows, want_rows, r->have_trajectory[0], r->have_trajectory[1],
+         r->have_chosen[0], r->have_chosen[1]);
   return ok;
 }
 
@@ -558,7 +567,7 @@ out:
 
 /* The training loss itself (ins_train_loss, what `intrus train` minimises): every
  * sentence's target under the l2r and r2l order policies, every state of each
- * trajectory, main and uniform loss. */
+ * trajectory, main, uniform and chosen loss (the order's own insertion only). */
 static void ins_trajectory_route(struct intrus_model *m, const struct ins_fixture *r,
                                  const struct intrus_plugin_search *search) {
   int32_t stok[MAX_SENT * MAX_LEN], ttok[MAX_SENT * MAX_LEN];
@@ -571,7 +580,7 @@ static void ins_trajectory_route(struct intrus_model *m, const struct ins_fixtur
   }
   struct intrus_tgt_batch tb = {.batch = r->nsent, .len = L, .tokens = ttok, .lens = tlens};
   static const char *const orders[2] = {"l2r", "r2l"};
-  struct agree a = {.what = "ins_train_loss, l2r and r2l, main and uniform"};
+  struct agree a = {.what = "ins_train_loss, l2r and r2l, main, uniform and chosen"};
   intrus_ctx *ctx = intrus_ctx_create(0), *scratch = intrus_ctx_create(0);
   for (int o = 0; o < 2; o++) {
     struct intrus_error err = {0};
@@ -581,10 +590,12 @@ static void ins_trajectory_route(struct intrus_model *m, const struct ins_fixtur
     const struct intrus_order_vtable *vt =
         st ? NULL : intrus_plugin_descriptor(plugin)->vtable;
     if (!st) st = vt->create(NULL, &self, &err);
-    for (int kind = 0; !st && kind < 2; kind++) {
+    static const char *const kinds[3] = {"main", "uniform", "chosen"};
+    for (int kind = 0; !st && kind < 3; kind++) {
       struct ins_train_spec spec = {
           .order = vt, .order_self = self,
-          .loss = kind ? INTRUS_INS_LOSS_UNIFORM : INTRUS_INS_LOSS_MAIN, .all_states = true};
+          .loss = kind == 1 ? INTRUS_INS_LOSS_UNIFORM : INTRUS_INS_LOSS_MAIN,
+          .chosen = kind == 2, .all_states = true};
       struct intrus_loss_out out;
       intrus_ctx_reset(ctx);
       intrus_ctx_set_grad(ctx, true);
@@ -592,7 +603,7 @@ static void ins_trajectory_route(struct intrus_model *m, const struct ins_fixtur
       st = ins_train_loss(m, ctx, scratch, &sb, &tb, &spec, 1, &out, &err);
       if (!st)
         agree(&a, out.loss->data[0], r->trajectory[o][kind], LOGP_FLOOR, "%s %s", orders[o],
-              kind ? "uniform" : "main");
+              kinds[kind]);
     }
     EXPECT(st == INTRUS_OK, "order %s: %s", orders[o], err.msg);
     if (self) vt->destroy(self);
@@ -665,7 +676,7 @@ static bool ar_parse(const struct fixture *fx, struct ar_fixture *r) {
       ok = b >= 0 && b < r->nsent && l->n == 4;
       if (ok) r->sent_loss[b][0] = dval(l, 2), r->sent_loss[b][1] = dval(l, 3);
     } else if (is(l, "batch_loss")) {
-      int dir = direction_field(l);
+      int dir = direction_field(l, 4);
       ok = dir >= 0;
       if (ok) {
         r->batch_loss[dir][0] = dval(l, 2);

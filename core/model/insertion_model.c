@@ -223,6 +223,23 @@ long ins_train_states(const struct ins_train_spec *spec, const int *lens, int co
   return states;
 }
 
+/* loss = "chosen": of a state's c correct pairs keeps the order's own insertion
+ * (moved left past copies of its token when canonical, as intrus_ins_canonical would
+ * keep it) as the only pair; 1, or -1 when it is none of them. */
+static int keep_chosen(const int32_t *part, struct intrus_ins_step chosen, bool canonical,
+                       int *slot, int32_t *token, int c) {
+  int at = chosen.slot;
+  if (canonical)
+    while (at >= 1 && part[at - 1] == chosen.token) at--;
+  for (int p = 0; p < c; p++)
+    if (slot[p] == at && token[p] == chosen.token) {
+      slot[0] = at;
+      token[0] = chosen.token;
+      return 1;
+    }
+  return -1;
+}
+
 enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
                                      intrus_ctx *scratch, const struct intrus_src_batch *src,
                                      const struct intrus_tgt_batch *tgt, int first,
@@ -300,7 +317,8 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
   for (int b = 0; b < B; b++) {
     need[b] = 0;
     for (int j = pick0[b]; j < pick0[b + 1]; j++)
-      if (picks[j] < tgt->lens[b] && picks[j] > need[b]) need[b] = picks[j];
+      if (picks[j] < tgt->lens[b] && picks[j] + (spec->chosen ? 1 : 0) > need[b])
+        need[b] = picks[j] + (spec->chosen ? 1 : 0); /* chosen: state k's own insertion */
   }
   ob.need = need;
   struct intrus_ins_step *steps =
@@ -351,7 +369,15 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
         return intrus_error_set(err, INTRUS_ERR_INVALID,
                                 "order policy produced a trajectory that is not a correct "
                                 "one (sentence %d, step %d)", b, k);
-      if (canonical) c = intrus_ins_canonical(part, k, pair_slot + np, pair_tok + np, c);
+      if (spec->chosen && k < n) {
+        c = keep_chosen(part, steps[off[b] + k], canonical, pair_slot + np, pair_tok + np, c);
+        if (c < 0)
+          return intrus_error_set(err, INTRUS_ERR_INVALID,
+                                  "order policy's insertion is not a correct one (sentence "
+                                  "%d, step %d)", b, k);
+      } else if (canonical) {
+        c = intrus_ins_canonical(part, k, pair_slot + np, pair_tok + np, c);
+      }
       for (int p = np; p < np + c; p++) {
         if (p == np || pair_slot[p] != pair_slot[p - 1]) tok_rows[ntok++] = row + pair_slot[p];
         pair_row[p] = ntok - 1;

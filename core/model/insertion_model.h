@@ -39,6 +39,10 @@ struct ins_train_spec {
   const struct intrus_order_vtable *order;
   void *order_self;
   enum intrus_ins_loss_kind loss;
+  bool chosen;          /* the loss of the order's own insertion only (loss = "chosen", the
+                           reference code's loss_use_logp_chosen): with the l2r order, a
+                           left-to-right model's next-token loss; otherwise every correct
+                           insertion of the state */
   bool all_states;      /* every state of each trajectory, or per_sentence random ones */
   int per_sentence;     /* without all_states: distinct states drawn per sentence (1) */
   bool finish_state;    /* without all_states: the per_sentence states are drawn among the

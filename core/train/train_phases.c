@@ -33,7 +33,7 @@ enum intrus_status train_phases_read(const intrus_cfg *train,
   if (n < 1) return intrus_cfg_error(train, "phases", err, "lists no phase");
   if (!(out->phase = calloc((size_t)n, sizeof *out->phase)))
     return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-  static const char *const losses[] = {"main", "uniform", NULL};
+  static const char *const losses[] = {"main", "uniform", "chosen", NULL};
   static const char *const states[] = {"all", "one", "some", NULL};
   static const char *const untils[] = {"steps", "plateau", NULL};
   for (int i = 0; i < n; i++) {
@@ -86,7 +86,9 @@ enum intrus_status train_phases_read(const intrus_cfg *train,
     p->lr = lr;
     p->warmup = (long)warmup;
     p->spec.per_sentence = which == 2 ? (int)per_sentence : 1;
-    p->spec.loss = loss == 0 ? INTRUS_INS_LOSS_MAIN : INTRUS_INS_LOSS_UNIFORM;
+    /* One pair per state makes the main and uniform losses the same -log p(i, c). */
+    p->spec.loss = loss == 1 ? INTRUS_INS_LOSS_UNIFORM : INTRUS_INS_LOSS_MAIN;
+    p->spec.chosen = loss == 2;
     p->spec.all_states = which == 0;
     p->spec.late_bias = (float)late_bias;
     p->steps = steps;
