@@ -11,25 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "intrus/plugin.h"
 #include "intrus/rng.h"
-#include "model/insertion_model.h"
-#include "testutil.h"
+#include "toy_insertion.h"
 
 #define VOCAB 12
 #define B 5
 #define MAXN 12
-
-static struct intrus_model *load_model(const char *cfg_text) {
-  struct intrus_error err = {0};
-  struct intrus_config *cfg = intrus_config_load_string(cfg_text, "toy.cfg", &err);
-  struct intrus_model *m = NULL;
-  enum intrus_status st =
-      cfg ? test_model_create(cfg, VOCAB, VOCAB, 7, NULL, &m, &err) : err.status;
-  EXPECT(st == INTRUS_OK, "loading the model: %s", err.msg);
-  intrus_config_free(cfg);
-  return m;
-}
 
 /* -log p of inserting c into part (k tokens) so that the result is want (k + 1 tokens),
  * at the first slot that gives want (a canonical model's slot; the order's own slot
@@ -37,19 +24,8 @@ static struct intrus_model *load_model(const char *cfg_text) {
 static double brute_chosen(struct intrus_model *m, const struct intrus_src_batch *sb, int sent,
                            const int32_t *part, int k, const int32_t *want, int32_t c,
                            int order_slot) {
-  intrus_ctx *ctx = intrus_ctx_create(0);
-  intrus_ctx_set_training(ctx, false);
-  intrus_ctx_set_grad(ctx, false);
-  struct ins_model_scorer sc;
-  struct intrus_error err = {0};
-  int off[2] = {0, k}, slots[MAXN + 1], states[MAXN + 1];
   float pos[MAXN + 2], tok[(MAXN + 1) * VOCAB];
-  struct intrus_ins_states st = {.count = 1, .sent = &sent, .off = off, .tok = part};
-  for (int i = 0; i <= k; i++) slots[i] = i, states[i] = 0;
-  enum intrus_status e = ins_scorer_open(&sc, m, ctx, sb, &err);
-  if (!e) e = sc.sc.positions(sc.sc.user, &st, pos, &err);
-  if (!e) e = sc.sc.tokens(sc.sc.user, k + 1, states, slots, tok, &err);
-  EXPECT(e == INTRUS_OK, "brute force: %s", err.msg);
+  bool e = !toy_state_scores(m, sb, sent, part, k, pos, tok);
   double loss = NAN;
   if (!e && !want) {
     loss = -pos[k + 1];
@@ -66,8 +42,6 @@ static double brute_chosen(struct intrus_model *m, const struct intrus_src_batch
     EXPECT(slot >= 0, "brute force: no slot gives the order's string");
     if (slot >= 0) loss = -((double)pos[slot] + tok[(size_t)slot * VOCAB + (size_t)c]);
   }
-  ins_scorer_close(&sc);
-  intrus_ctx_destroy(ctx);
   return loss;
 }
 
@@ -111,15 +85,11 @@ static void check_model(struct intrus_model *m, const char *name,
       }
     }
     struct intrus_error err = {0};
-    struct intrus_plugin *plugin = NULL;
-    void *self = NULL;
-    enum intrus_status st = intrus_plugin_load(search, INTRUS_KIND_ORDER, orders[o], &plugin, &err);
-    const struct intrus_order_vtable *vt =
-        st ? NULL : intrus_plugin_descriptor(plugin)->vtable;
-    if (!st) st = vt->create(NULL, &self, &err);
+    struct toy_order ord;
+    enum intrus_status st = toy_order_open(search, orders[o], &ord, &err);
     double got[2] = {NAN, NAN}; /* chosen, main */
     for (int kind = 0; !st && kind < 2; kind++) {
-      struct ins_train_spec spec = {.order = vt, .order_self = self,
+      struct ins_train_spec spec = {.order = ord.vt, .order_self = ord.self,
                                     .loss = INTRUS_INS_LOSS_MAIN, .chosen = kind == 0,
                                     .all_states = true};
       struct intrus_loss_out out;
@@ -137,8 +107,7 @@ static void check_model(struct intrus_model *m, const char *name,
            name, orders[o], got[1], got[0]);
     printf("%s, order %s: chosen loss %.6f over %d states (brute force %.6f), main %.6f\n",
            name, orders[o], got[0], nstates, want, got[1]);
-    if (self) vt->destroy(self);
-    if (plugin) intrus_plugin_close(plugin);
+    toy_order_close(&ord);
   }
   intrus_ctx_destroy(ctx);
   intrus_ctx_destroy(scratch);
@@ -149,22 +118,16 @@ int main(void) {
   if (!cfg) return 1;
   struct intrus_plugin_search *search = intrus_plugin_search_create();
   intrus_plugin_search_add_defaults(search);
-  struct intrus_model *m = load_model(cfg);
+  struct intrus_model *m = toy_load_model(cfg, VOCAB);
   if (m) check_model(m, "toy-intrus", search);
   intrus_model_destroy(m);
-  char *canon = test_replace(cfg, "model: {\n  d_model = 32;",
-                             "model: {\n  d_model = 32;\n  canonical = true;");
-  char *pair = canon ? test_replace(canon, "plugin = \"insertion\"; layers = 1;",
-                                    "plugin = \"insertion\"; layers = 1; slots = \"pair\";")
-                     : NULL;
-  EXPECT(pair != NULL, "toy-intrus.cfg's model group changed: update the replacements here");
-  if (pair && (m = load_model(pair))) {
+  char *pair = toy_canonical_pair(cfg);
+  if (pair && (m = toy_load_model(pair, VOCAB))) {
     EXPECT(intrus_model_canonical(m), "the canonical model is not canonical");
     check_model(m, "canonical, pair slots", search);
     intrus_model_destroy(m);
   }
   intrus_plugin_search_free(search);
-  free(canon);
   free(pair);
   free(cfg);
   return test_finish("test_chosen_loss");

@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/insertion_model.h"
+#include "toy_insertion.h"
 #include "intrus/checkpoint.h"
 #include "intrus/model.h"
 #include "intrus/params.h"
@@ -584,16 +584,12 @@ static void ins_trajectory_route(struct intrus_model *m, const struct ins_fixtur
   intrus_ctx *ctx = intrus_ctx_create(0), *scratch = intrus_ctx_create(0);
   for (int o = 0; o < 2; o++) {
     struct intrus_error err = {0};
-    struct intrus_plugin *plugin = NULL;
-    void *self = NULL;
-    enum intrus_status st = intrus_plugin_load(search, INTRUS_KIND_ORDER, orders[o], &plugin, &err);
-    const struct intrus_order_vtable *vt =
-        st ? NULL : intrus_plugin_descriptor(plugin)->vtable;
-    if (!st) st = vt->create(NULL, &self, &err);
+    struct toy_order ord;
+    enum intrus_status st = toy_order_open(search, orders[o], &ord, &err);
     static const char *const kinds[3] = {"main", "uniform", "chosen"};
     for (int kind = 0; !st && kind < 3; kind++) {
       struct ins_train_spec spec = {
-          .order = vt, .order_self = self,
+          .order = ord.vt, .order_self = ord.self,
           .loss = kind == 1 ? INTRUS_INS_LOSS_UNIFORM : INTRUS_INS_LOSS_MAIN,
           .chosen = kind == 2, .all_states = true};
       struct intrus_loss_out out;
@@ -606,8 +602,7 @@ static void ins_trajectory_route(struct intrus_model *m, const struct ins_fixtur
               kinds[kind]);
     }
     EXPECT(st == INTRUS_OK, "order %s: %s", orders[o], err.msg);
-    if (self) vt->destroy(self);
-    if (plugin) intrus_plugin_close(plugin);
+    toy_order_close(&ord);
   }
   agree_report(&a);
   intrus_ctx_destroy(ctx);

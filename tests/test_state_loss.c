@@ -11,44 +11,22 @@
 #include <string.h>
 
 #include "intrus/rng.h"
-#include "model/insertion_model.h"
-#include "testutil.h"
+#include "toy_insertion.h"
 
 #define VOCAB 12
 #define B 7
 #define MAXN 40
 #define SEED 5
 
-static struct intrus_model *load_model(const char *cfg_text) {
-  struct intrus_error err = {0};
-  struct intrus_config *cfg = intrus_config_load_string(cfg_text, "toy.cfg", &err);
-  struct intrus_model *m = NULL;
-  enum intrus_status st =
-      cfg ? test_model_create(cfg, VOCAB, VOCAB, 7, NULL, &m, &err) : err.status;
-  EXPECT(st == INTRUS_OK, "loading the model: %s", err.msg);
-  intrus_config_free(cfg);
-  return m;
-}
-
 /* -log sum of p(i, c) over the brute-force correct pairs of part (k tokens of y), or
  * -log p(finish) when part is y; *logp_finish gets log p(finish). */
 static double brute_loss(struct intrus_model *m, const struct intrus_src_batch *sb, int sent,
                          const int32_t *y, int n, const int32_t *part, int k,
                          double *logp_finish) {
-  intrus_ctx *ctx = intrus_ctx_create(0);
-  intrus_ctx_set_training(ctx, false);
-  intrus_ctx_set_grad(ctx, false);
-  struct ins_model_scorer sc;
-  struct intrus_error err = {0};
-  int off[2] = {0, k}, slots[MAXN + 1], states[MAXN + 1], cslot[(MAXN + 1) * MAXN];
+  int cslot[(MAXN + 1) * MAXN];
   int32_t ctok[(MAXN + 1) * MAXN];
   float pos[MAXN + 2], *tok = malloc(sizeof(float) * (MAXN + 1) * VOCAB);
-  struct intrus_ins_states st = {.count = 1, .sent = &sent, .off = off, .tok = part};
-  for (int i = 0; i <= k; i++) slots[i] = i, states[i] = 0;
-  enum intrus_status e = ins_scorer_open(&sc, m, ctx, sb, &err);
-  if (!e) e = sc.sc.positions(sc.sc.user, &st, pos, &err);
-  if (!e) e = sc.sc.tokens(sc.sc.user, k + 1, states, slots, tok, &err);
-  EXPECT(e == INTRUS_OK, "brute force: %s", err.msg);
+  bool e = !toy_state_scores(m, sb, sent, part, k, pos, tok);
   double loss = NAN;
   *logp_finish = pos[k + 1];
   if (k == n) {
@@ -62,8 +40,6 @@ static double brute_loss(struct intrus_model *m, const struct intrus_src_batch *
     loss = -log(sum);
   }
   free(tok);
-  ins_scorer_close(&sc);
-  intrus_ctx_destroy(ctx);
   return loss;
 }
 
@@ -165,22 +141,16 @@ int main(void) {
   char *cfg = test_read_srcfile("experiments/toy-intrus.cfg");
   if (!cfg) return 1;
   test_orders();
-  struct intrus_model *m = load_model(cfg);
+  struct intrus_model *m = toy_load_model(cfg, VOCAB);
   if (m) check_model(m, "toy-intrus");
   intrus_model_destroy(m);
   /* canonical, with the "pair" slots the real experiments use */
-  char *canon = test_replace(cfg, "model: {\n  d_model = 32;",
-                             "model: {\n  d_model = 32;\n  canonical = true;");
-  char *pair = canon ? test_replace(canon, "plugin = \"insertion\"; layers = 1;",
-                                    "plugin = \"insertion\"; layers = 1; slots = \"pair\";")
-                     : NULL;
-  EXPECT(pair != NULL, "toy-intrus.cfg's model group changed: update the replacements here");
-  if (pair && (m = load_model(pair))) {
+  char *pair = toy_canonical_pair(cfg);
+  if (pair && (m = toy_load_model(pair, VOCAB))) {
     EXPECT(intrus_model_canonical(m), "the canonical model is not canonical");
     check_model(m, "canonical, pair slots");
     intrus_model_destroy(m);
   }
-  free(canon);
   free(pair);
   free(cfg);
   return test_finish("test_state_loss");

@@ -332,34 +332,30 @@ def insertion_fixture(ckpt, path):
             write_values(f, f"loss {s}", [main.item(), uniform.item()])
         main_mean, uniform_mean = torch.stack(mains).mean(), torch.stack(uniforms).mean()
         write_values(f, "mean", [main_mean.item(), uniform_mean.item()])
+        trajectory_chosen = []
         # The training loss of the batch of all sentences under the l2r / r2l order
-        # policies, every state of each trajectory (prefixes / suffixes of the target).
+        # policies, every state of each trajectory (prefixes / suffixes of the target):
+        # main and uniform, and loss = "chosen", the order's own insertion only (the
+        # next token at the end / the previous one at the front; finish when complete).
         for order in ("l2r", "r2l"):
-            losses = []
+            losses, chosen = [], []
             for (src, tgt), mem in zip(INS_SENTENCES, memories):
                 n = len(tgt)
                 for k in range(n + 1):
                     part = tgt[:k] if order == "l2r" else tgt[n - k:]
                     pos, tok = model.insertion(mem, part)
                     losses.append(state_losses(pos, tok, correct_brute(tgt, part)))
+                    if k == n:
+                        chosen.append(-pos[-1])
+                    else:
+                        i, c = (k, tgt[k]) if order == "l2r" else (0, tgt[n - k - 1])
+                        chosen.append(-(pos[i] + tok[i, c]))
             write_values(f, f"trajectory {order}",
                          [torch.stack([m for m, _ in losses]).mean().item(),
                           torch.stack([u for _, u in losses]).mean().item()])
-        # loss = "chosen": the order's own insertion only (the next token at the end /
-        # the previous one at the front), -log p(finish) at the complete state.
-        for order in ("l2r", "r2l"):
-            losses = []
-            for (src, tgt), mem in zip(INS_SENTENCES, memories):
-                n = len(tgt)
-                for k in range(n + 1):
-                    part = tgt[:k] if order == "l2r" else tgt[n - k:]
-                    pos, tok = model.insertion(mem, part)
-                    if k == n:
-                        losses.append(-pos[-1])
-                    else:
-                        i, c = (k, tgt[k]) if order == "l2r" else (0, tgt[n - k - 1])
-                        losses.append(-(pos[i] + tok[i, c]))
-            write_values(f, f"chosen {order}", [torch.stack(losses).mean().item()])
+            trajectory_chosen.append((order, torch.stack(chosen).mean().item()))
+        for order, value in trajectory_chosen:
+            write_values(f, f"chosen {order}", [value])
         write_grads(f, "main", params, main_mean)
         write_grads(f, "uniform", params, uniform_mean)
 
