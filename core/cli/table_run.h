@@ -84,9 +84,9 @@ void table_state_free(struct table_state *s);
 /* The corpus files of every cell still to run are readable (INTRUS_ERR_DATA naming the
  * first missing one, the row and the column). */
 enum intrus_status table_check_data(const struct table_state *s, struct intrus_error *err);
-/* Holds every cell outside the named rows and columns (NULL or none: all of them):
- * names are table_spec row / column names; an unknown one is INTRUS_ERR_CONFIG naming
- * the table's names. */
+/* Holds every cell outside the named rows and columns (none named: holds nothing),
+ * except cells that share their run with a cell not held; names are table_spec row /
+ * column names, an unknown one INTRUS_ERR_INVALID listing the table's names. */
 enum intrus_status table_select(struct table_state *s, const char *const *rows, int nrows,
                                 const char *const *cols, int ncols, struct intrus_error *err);
 /* Looks at cell (r, c)'s run directory again (after running it). */
