@@ -30,7 +30,7 @@ static double brute_chosen(struct intrus_model *m, const struct intrus_src_batch
   if (!e && !want) {
     loss = -pos[k + 1];
   } else if (!e) {
-    int slot = -1;
+    int slot = intrus_model_canonical(m) ? -1 : order_slot;
     for (int i = 0; i <= k && slot < 0; i++) {
       int32_t s[MAXN + 1];
       memcpy(s, part, (size_t)i * sizeof *s);
@@ -38,7 +38,6 @@ static double brute_chosen(struct intrus_model *m, const struct intrus_src_batch
       memcpy(s + i + 1, part + i, (size_t)(k - i) * sizeof *s);
       if (memcmp(s, want, (size_t)(k + 1) * sizeof *s) == 0) slot = i;
     }
-    if (!intrus_model_canonical(m)) slot = order_slot;
     EXPECT(slot >= 0, "brute force: no slot gives the order's string");
     if (slot >= 0) loss = -((double)pos[slot] + tok[(size_t)slot * VOCAB + (size_t)c]);
   }

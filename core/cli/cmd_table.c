@@ -227,13 +227,11 @@ int intrus_cmd_table(int argc, char **argv) {
   }
   int todo = 0, k = 0, failed = 0;
   for (int r = 0; r < t->nrows; r++)
-    for (int c = 0; c < t->ncols; c++)
-      todo += !s->cells[r][c].held &&
-              (s->cells[r][c].state == CELL_NEW || s->cells[r][c].state == CELL_PARTIAL);
+    for (int c = 0; c < t->ncols; c++) todo += table_cell_to_run(&s->cells[r][c]);
   for (int r = 0; r < t->nrows && !a.no_train; r++)
     for (int c = 0; c < t->ncols; c++) {
       struct table_cell_state *cs = &s->cells[r][c];
-      if (cs->held || (cs->state != CELL_NEW && cs->state != CELL_PARTIAL)) continue;
+      if (!table_cell_to_run(cs)) continue;
       char label[256], eta[32];
       snprintf(label, sizeof label, "[%d/%d %s %s]", ++k, todo, t->rows[r].name,
                t->cols[c].name);

@@ -324,7 +324,7 @@ enum intrus_status table_check_data(const struct table_state *s, struct intrus_e
   for (int r = 0; r < s->t->nrows; r++)
     for (int c = 0; c < s->t->ncols; c++) {
       const struct table_cell_state *cs = &s->cells[r][c];
-      if (cs->held || (cs->state != CELL_NEW && cs->state != CELL_PARTIAL)) continue;
+      if (!table_cell_to_run(cs)) continue;
       enum intrus_status st = check_data(cs->experiment, err);
       if (st)
         return intrus_error_prefix(err, "row %s, column %s", s->t->rows[r].name,
@@ -739,8 +739,7 @@ void table_print_plan(const struct table_state *s, FILE *f) {
         break;
       default: fprintf(f, "failed    %s: %s", cs->run_dir, cs->error); break;
       }
-      if (cs->held && (cs->state == CELL_PARTIAL || cs->state == CELL_NEW))
-        fputs("  (not selected)", f);
+      if (cs->held && table_cell_unfinished(cs)) fputs("  (not selected)", f);
       fputc('\n', f);
       /* Cells that share a run (one experiment in two columns: BLEU and CIDEr-D of
        * the same captions) train it once. */
@@ -749,10 +748,10 @@ void table_print_plan(const struct table_state *s, FILE *f) {
         const struct table_cell_state *o = &s->cells[k / t->ncols][k % t->ncols];
         if (o->state != CELL_EMPTY && strcmp(o->run_dir, cs->run_dir) == 0) first = false;
       }
-      if (first && cs->held && (cs->state == CELL_PARTIAL || cs->state == CELL_NEW)) {
+      if (first && cs->held && table_cell_unfinished(cs)) {
         held++;
         if (isfinite(cs->estimate_s)) held_total += cs->estimate_s;
-      } else if (first && (cs->state == CELL_PARTIAL || cs->state == CELL_NEW)) {
+      } else if (first && table_cell_unfinished(cs)) {
         runs++;
         modelled += !cs->measured;
         if (isfinite(cs->estimate_s)) total += cs->estimate_s;

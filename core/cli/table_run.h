@@ -52,6 +52,15 @@ struct table_cell_state {
   int b_better, samples;
 };
 
+/* Not trained to the end yet: new, or half-trained. */
+static inline bool table_cell_unfinished(const struct table_cell_state *cs) {
+  return cs->state == CELL_NEW || cs->state == CELL_PARTIAL;
+}
+/* What this invocation trains: unfinished, and not held by --row / --column. */
+static inline bool table_cell_to_run(const struct table_cell_state *cs) {
+  return !cs->held && table_cell_unfinished(cs);
+}
+
 enum { TABLE_MAX_KNOWN = 256 };  /* phases of other runs remembered for their speed */
 enum { TABLE_MAX_CORPORA = 64 }; /* training splits whose fingerprint is remembered */
 

@@ -316,9 +316,11 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
   int *need = intrus_ctx_alloc(ctx, (size_t)(B ? B : 1) * sizeof *need);
   for (int b = 0; b < B; b++) {
     need[b] = 0;
-    for (int j = pick0[b]; j < pick0[b + 1]; j++)
-      if (picks[j] < tgt->lens[b] && picks[j] + (spec->chosen ? 1 : 0) > need[b])
-        need[b] = picks[j] + (spec->chosen ? 1 : 0); /* chosen: state k's own insertion */
+    for (int j = pick0[b]; j < pick0[b + 1]; j++) {
+      /* A state of k tokens needs insertions 0..k-1; the chosen loss also its own, k. */
+      const int upto = picks[j] + (spec->chosen ? 1 : 0);
+      if (picks[j] < tgt->lens[b] && upto > need[b]) need[b] = upto;
+    }
   }
   ob.need = need;
   struct intrus_ins_step *steps =
