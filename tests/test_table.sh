@@ -280,6 +280,37 @@ expect "table.md written" grep -q "| Left-to-right (baseline) |" cut-out/table.m
 expect "table.json names the baseline" grep -q '"baseline": "l2r"' cut-out/table.json
 expect "the paper's number is in the table" grep -q "27.50" cut-out/table.md
 
+# ---- orderings against the paper -------------------------------------------------------
+# No baseline row, so the pair's p can only come from bootstrapping the two rows against
+# each other: it must be what intrus eval bootstrap gives for their outputs.
+order_table() { # FILE L2R-PAPER R2L-PAPER
+  sed -e '/^baseline/d' -e "s/paper = { en-de = 27.5; }/paper = { en-de = $2; }/" \
+    -e "s/experiments = { en-de = \"r2l.cfg\"; };/& paper = { en-de = $3; };/" table.cfg > "$1"
+}
+score() { awk -F, -v r="$1" '$1 == r { print $4 }' cut-out/table.csv; }
+higher=$(awk -v a="$(score l2r)" -v b="$(score r2l)" 'BEGIN { print (a > b) ? "l2r" : (a < b) ? "r2l" : "tie" }')
+"$intrus" eval bootstrap -r data/test.de -i cut/tt-l2r/test.hyp -i cut/tt-r2l/test.hyp > bs.txt 2>&1
+p=$(sed -n 's/.*sacreBLEU paired-bs p = \([0-9.]*\).*/\1/p' bs.txt)
+if [ "$higher" = r2l ]; then same=reversed; swapped="as in the paper"; else same="as in the paper"; swapped=reversed; fi
+order_table ord1.cfg 27.5 20.0
+"$intrus" table --no-train -r cut -O ord1-out ord1.cfg > ord1.txt 2>&1
+expect "orderings: the pair's p is the bootstrap between the two rows ($p)" \
+  grep -q "^| En-De | Left-to-right | Right-to-left | 27.50 / 20.00 | .* | $p | $same" ord1-out/table.md
+expect "orderings: the summary line on stdout" \
+  grep -q "^En-De: [01] of 1 pair of rows ordered as in the paper" ord1.txt
+expect "orderings: table.json has the pair" \
+  grep -q '"higher_in_paper": "l2r", "lower_in_paper": "r2l", "paper": \[27.50, 20.00\]' ord1-out/table.json
+order_table ord2.cfg 27.5 30.0
+"$intrus" table --no-train -r cut -O ord2-out ord2.cfg > ord2.txt 2>&1
+expect "orderings: the paper's order the other way round: $swapped" \
+  grep -q "^| En-De | Right-to-left | Left-to-right | 30.00 / 27.50 | .* | $p | $swapped" ord2-out/table.md
+order_table ord3.cfg 27.5 27.5
+"$intrus" table --no-train -r cut -O ord3-out ord3.cfg > ord3.txt 2>&1
+expect "orderings: equal paper numbers are no order to reproduce" \
+  grep -q "| $p | tied in the paper |$" ord3-out/table.md
+expect "orderings: a row without the paper's number is in no pair" \
+  sh -c '! grep -q "Orderings against the paper" cut-out/table.md'
+
 # ---- a second invocation trains nothing ------------------------------------------------
 sum1=$(cat cut/tt-l2r/train.log cut/tt-r2l/train.log | cksum)
 "$intrus" table -r cut -O cut-out table.cfg > again.txt 2>&1

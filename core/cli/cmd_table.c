@@ -257,6 +257,10 @@ int intrus_cmd_table(int argc, char **argv) {
   if (!st) st = table_write(s, out_dir, &err);
   if (!st) {
     table_print_markdown(s, stdout);
+    for (int c = 0; c < t->ncols; c++) {
+      char line[512];
+      if (table_order_summary(s, c, line, sizeof line)) printf("%s\n", line);
+    }
     printf("table: %s/table.md, table.csv, table.json\n", out_dir);
   }
   table_state_free(s);

@@ -72,6 +72,26 @@ struct table_known_phase {
   double mtime;  /* its train.log's: where several runs have the key, the latest counts */
 };
 
+/* Two rows of one column that are both scored and both have the paper's number: the
+ * paper's order of the two against ours, and whether ours is significant (a paired
+ * bootstrap between the two rows, not against the baseline). A table's claims are
+ * orderings (INTRUS above left-to-right, one ablation above another), and its numbers
+ * come from other corpora: these pairs are what can be compared. */
+struct table_pair {
+  int col, hi, lo;  /* rows; hi has the higher paper number (the earlier row on a tie) */
+  bool tested;      /* bootstrapped: the two outputs have the same references */
+  double p_value;   /* sacreBLEU's paired-bs p */
+};
+
+enum table_order {
+  ORDER_SAME,       /* ours ranks the two as the paper does */
+  ORDER_REVERSED,
+  ORDER_TIE_OURS,   /* equal scores here, different in the paper */
+  ORDER_TIE_PAPER   /* equal in the paper: no order to reproduce */
+};
+
+enum { TABLE_MAX_PAIRS = TABLE_MAX_ROWS * (TABLE_MAX_ROWS - 1) / 2 * TABLE_MAX_COLUMNS };
+
 struct table_state {
   const struct table_spec *t;
   char runs[4096];
@@ -83,6 +103,8 @@ struct table_state {
   struct table_known_phase known[TABLE_MAX_KNOWN];
   int ncorpora; /* training splits fingerprinted so far, by their paths */
   struct { uint64_t paths, fp; } corpora[TABLE_MAX_CORPORA];
+  int npairs;   /* table_score: every pair of scored rows with paper numbers, by column */
+  struct table_pair pairs[TABLE_MAX_PAIRS];
 };
 
 /* Loads every cell's experiment file (a file that does not parse is an error here,
@@ -111,8 +133,19 @@ void table_data_text(const struct table_cell_state *cs, char *out, size_t n);
 /* "42 s", "17 min", "2.5 h"; "?" for NAN. */
 void table_duration(double sec, char *out, size_t n);
 
-/* Scores every done cell's test.hyp and tests each row against the baseline row. */
+/* Scores every done cell's test.hyp, tests each row against the baseline row, and each
+ * pair of scored rows with the paper's numbers against each other (s->pairs). */
 enum intrus_status table_score(struct table_state *s, struct intrus_error *err);
+
+/* table_order.c: a pair's order here against the paper's; significant: tested, p below
+ * the table's level and the scores differ. */
+enum table_order table_pair_order(const struct table_state *s, const struct table_pair *p);
+bool table_pair_significant(const struct table_state *s, const struct table_pair *p);
+/* "En-Ru: 5 of 6 pairs of rows ordered as in the paper (4 of them significantly), 1
+ * reversed (1 significantly)": column c's pairs, NULL-free text; false if it has none. */
+bool table_order_summary(const struct table_state *s, int c, char *out, size_t n);
+/* table.md's section: the summary of each column, then one line per pair. */
+void table_order_markdown(const struct table_state *s, FILE *f);
 
 /* OUT/table.md, table.csv, table.json (each atomically). */
 enum intrus_status table_write(const struct table_state *s, const char *out_dir,

@@ -98,30 +98,70 @@ static double named(const struct score_result *r, const char *name) {
   return NAN;
 }
 
+/* Column c's scored rows with the paper's number, two by two: the paper's order and a
+ * paired bootstrap between the two outputs (when they share their references). */
+static enum intrus_status score_pairs(struct table_state *s, int c, struct cell_inputs *in,
+                                      const struct intrus_plugin_search *search,
+                                      struct intrus_error *err) {
+  const struct table_spec *t = s->t;
+  for (int r1 = 0; r1 < t->nrows; r1++)
+    for (int r2 = r1 + 1; r2 < t->nrows; r2++) {
+      const struct table_cell *p1 = &t->rows[r1].cells[c], *p2 = &t->rows[r2].cells[c];
+      if (!s->cells[r1][c].scored || !s->cells[r2][c].scored || !p1->has_paper ||
+          !p2->has_paper || s->npairs >= TABLE_MAX_PAIRS)
+        continue;
+      struct table_pair *pr = &s->pairs[s->npairs++];
+      memset(pr, 0, sizeof *pr);
+      pr->col = c;
+      pr->hi = p2->paper > p1->paper ? r2 : r1;
+      pr->lo = pr->hi == r1 ? r2 : r1;
+      pr->p_value = NAN;
+      if (!same_lines(&in[r1], &in[r2])) continue;
+      struct score_result sa, sb;
+      struct intrus_bootstrap_result bs;
+      enum intrus_status st = score_compare_refs(
+          search, t->cols[c].metric, in[pr->lo].settings, in[pr->hi].hyp, in[pr->lo].hyp,
+          in[pr->lo].refs, in[pr->lo].nrefs, in[pr->lo].nref, t->samples, t->seed, &sa, &sb,
+          &bs, err);
+      if (st)
+        return intrus_error_prefix(err, "comparing %s with %s", in[pr->hi].hyp_path,
+                                   in[pr->lo].hyp_path);
+      pr->tested = true;
+      pr->p_value = bs.p_sacrebleu;
+    }
+  return INTRUS_OK;
+}
+
 enum intrus_status table_score(struct table_state *s, struct intrus_error *err) {
   const struct table_spec *t = s->t;
   struct intrus_plugin_search *search = intrus_cli_search_path(s->plugin_path, NULL);
+  /* A column's outputs are all read first: the baseline and the pairs compare them. */
+  struct cell_inputs *in = calloc((size_t)t->nrows, sizeof *in);
+  if (!in) {
+    intrus_plugin_search_free(search);
+    return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  }
   enum intrus_status st = INTRUS_OK;
+  s->npairs = 0;
   for (int c = 0; c < t->ncols && !st; c++) {
-    struct cell_inputs base = {0};
-    bool have_base = false;
-    if (t->baseline >= 0 && s->cells[t->baseline][c].state == CELL_DONE) {
-      if ((st = inputs_read(&s->cells[t->baseline][c], t->cols[c].metric, &base, err))) break;
-      have_base = true;
-    }
+    bool read[TABLE_MAX_ROWS] = {false};
+    for (int r = 0; r < t->nrows && !st; r++)
+      if (s->cells[r][c].state == CELL_DONE &&
+          !(st = inputs_read(&s->cells[r][c], t->cols[c].metric, &in[r], err)))
+        read[r] = true;
+    const int b = t->baseline;
+    const bool have_base = !st && b >= 0 && read[b];
     for (int r = 0; r < t->nrows && !st; r++) {
       struct table_cell_state *cs = &s->cells[r][c];
-      if (cs->state != CELL_DONE) continue;
-      struct cell_inputs in;
-      if ((st = inputs_read(cs, t->cols[c].metric, &in, err))) break;
+      if (!read[r]) continue;
       /* Against the baseline's output when it has the same references; a row against
        * itself otherwise (its score, no test). */
-      bool test = have_base && r != t->baseline && same_lines(&base, &in);
+      bool test = have_base && r != b && same_lines(&in[b], &in[r]);
       struct score_result sa, sb;
       struct intrus_bootstrap_result bs;
-      st = score_compare_refs(search, t->cols[c].metric, in.settings, test ? base.hyp : in.hyp,
-                              in.hyp, in.refs, in.nrefs, in.nref, t->samples, t->seed, &sa, &sb,
-                              &bs, err);
+      st = score_compare_refs(search, t->cols[c].metric, in[r].settings,
+                              test ? in[b].hyp : in[r].hyp, in[r].hyp, in[r].refs, in[r].nrefs,
+                              in[r].nref, t->samples, t->seed, &sa, &sb, &bs, err);
       if (!st) {
         cs->scored = true;
         cs->score = sb.values[0];
@@ -133,11 +173,13 @@ enum intrus_status table_score(struct table_state *s, struct intrus_error *err) 
         cs->b_better = bs.b_better;
         cs->samples = bs.samples;
       } else
-        intrus_error_prefix(err, "scoring %s", in.hyp_path);
-      inputs_free(&in);
+        intrus_error_prefix(err, "scoring %s", in[r].hyp_path);
     }
-    if (have_base) inputs_free(&base);
+    if (!st) st = score_pairs(s, c, in, search, err);
+    for (int r = 0; r < t->nrows; r++)
+      if (read[r]) inputs_free(&in[r]);
   }
+  free(in);
   intrus_plugin_search_free(search);
   return st;
 }

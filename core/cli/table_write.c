@@ -67,6 +67,7 @@ static void write_md(const struct table_state *s, FILE *f) {
                "resampling of the test set, %d resamples, seed %llu (sacreBLEU's paired-bs "
                "p-value).\n",
             t->rows[t->baseline].title, t->p_level, t->samples, (unsigned long long)t->seed);
+  table_order_markdown(s, f);
   char *notes = NULL;
   size_t len = 0;
   FILE *m = open_memstream(&notes, &len);
@@ -169,7 +170,28 @@ static void write_json(const struct table_state *s, FILE *f) {
       }
       fputc('}', f);
     }
-  fputs("\n ]\n}\n", f);
+  fputs("\n ],\n \"orderings\": [", f);
+  for (int i = 0; i < s->npairs; i++) {
+    const struct table_pair *p = &s->pairs[i];
+    static const char *const order[] = {"same", "reversed", "tie_ours", "tie_paper"};
+    fputs(i ? ",\n  {" : "\n  {", f);
+    fputs("\"column\": ", f);
+    cli_json_string(f, t->cols[p->col].name);
+    fputs(", \"higher_in_paper\": ", f);
+    cli_json_string(f, t->rows[p->hi].name);
+    fputs(", \"lower_in_paper\": ", f);
+    cli_json_string(f, t->rows[p->lo].name);
+    fprintf(f, ", \"paper\": [%.2f, %.2f], \"ours\": [%.4f, %.4f], \"order\": \"%s\", "
+               "\"p_value\": ",
+            t->rows[p->hi].cells[p->col].paper, t->rows[p->lo].cells[p->col].paper,
+            s->cells[p->hi][p->col].score, s->cells[p->lo][p->col].score,
+            order[table_pair_order(s, p)]);
+    json_number(f, p->tested, p->p_value, "%.6f");
+    fputs(", \"significant\": ", f);
+    fputs(p->tested ? (table_pair_significant(s, p) ? "true" : "false") : "null", f);
+    fputc('}', f);
+  }
+  fputs(s->npairs ? "\n ]\n}\n" : "]\n}\n", f);
 }
 
 /* RFC 4180: quotes around a field that needs them, quotes inside doubled. */
