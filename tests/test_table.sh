@@ -273,6 +273,12 @@ done
 cut -f1-3,5,6 ref/tt-l2r/train.log > a.log
 cut -f1-3,5,6 cut/tt-l2r/train.log > b.log
 expect "the resumed train.log equals the uninterrupted one" cmp -s a.log b.log
+expect "sessions.tsv: one session for the uninterrupted run" \
+  test "$(awk -F'\t' 'NR > 1 && NF == 9 { print $2 }' ref/tt-l2r/sessions.tsv)" = 0
+expect "sessions.tsv: the killed run's two sessions, the second from its checkpoint" \
+  test "$(awk -F'\t' 'NR > 1 && NF == 9 { printf "%s ", ($2 > 0) }' cut/tt-l2r/sessions.tsv)" = "0 1 "
+expect "sessions.tsv: its header" \
+  grep -q "^start	from_step	threads	ranks	kernels	blas_core	version	host	cpu$" cut/tt-l2r/sessions.tsv
 cut -d, -f1-8 ref-out/table.csv > a.csv
 cut -d, -f1-8 cut-out/table.csv > b.csv
 expect "the resumed table's scores equal the uninterrupted one's" cmp -s a.csv b.csv

@@ -103,3 +103,63 @@ enum intrus_status run_log_trim(const char *path, long step, struct intrus_error
   free(keep);
   return st;
 }
+
+/* The CPU's model name, "unknown" where /proc/cpuinfo does not say. */
+static void cpu_model(char *out, size_t n) {
+  snprintf(out, n, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (strncmp(line, "model name", 10) != 0) continue;
+    const char *v = strchr(line, ':');
+    if (!v) break;
+    v += strspn(v + 1, " \t") + 1;
+    snprintf(out, n, "%.*s", (int)strcspn(v, "\n"), v);
+    break;
+  }
+  fclose(f);
+}
+
+/* A field without the tabs and newlines that would shift the columns. */
+static void tsv_field(char *s) {
+  for (; *s; s++)
+    if (*s == '\t' || *s == '\n' || *s == '\r') *s = ' ';
+}
+
+enum intrus_status run_dir_note_session(const char *dir, const struct run_session *rs,
+                                        struct intrus_error *err) {
+  char path[4200], host[128] = "?", cpu[256], when[64] = "?", row[1024];
+  snprintf(path, sizeof path, "%s/sessions.tsv", dir);
+  gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = '\0';
+  cpu_model(cpu, sizeof cpu);
+  tsv_field(host);
+  tsv_field(cpu);
+  time_t now = time(NULL);
+  struct tm tm;
+  if (gmtime_r(&now, &tm)) strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  struct stat sb;
+  const bool fresh = stat(path, &sb) != 0 || sb.st_size == 0;
+  int len = snprintf(row, sizeof row, "%s%s\t%ld\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n",
+                     fresh ? "start\tfrom_step\tthreads\tranks\tkernels\tblas_core\t"
+                             "version\thost\tcpu\n"
+                           : "",
+                     when, rs->from_step, rs->threads, rs->ranks, rs->kernels, rs->blas_core,
+                     rs->version, host, cpu);
+  if (len < 0 || (size_t)len >= sizeof row) len = (int)strlen(row);
+  /* One append of the whole row: a killed process leaves a whole row or none. */
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  ssize_t w = write(fd, row, (size_t)len);
+  int e = errno;
+  if (w == len && fsync(fd) != 0) {
+    e = errno;
+    w = -1;
+  }
+  close(fd);
+  if (w != len)
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot write: %s", path, strerror(e));
+  return INTRUS_OK;
+}

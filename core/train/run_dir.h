@@ -14,4 +14,20 @@ enum intrus_status run_dir_lock(const char *dir, int *fd, struct intrus_error *e
  * nothing when there are none or no file. */
 enum intrus_status run_log_trim(const char *path, long step, struct intrus_error *err);
 
+/* What trained a stretch of a run: the machine and settings that decide its speed and
+ * its float rounding. A run resumed on another machine (or with another thread count)
+ * has a train.log whose times mix the two and losses that no longer equal an
+ * uninterrupted run's bit for bit; DIR/sessions.tsv says which steps ran where. */
+struct run_session {
+  long from_step;        /* the step it started from (0: a new run) */
+  int threads, ranks;    /* OpenMP threads of the products; data-parallel processes */
+  const char *kernels;   /* intrus's kernel ISA ("avx512", "avx2", "generic") */
+  const char *blas_core; /* OpenBLAS's core */
+  const char *version;   /* intrus's */
+};
+/* Appends one row to DIR/sessions.tsv (its header first when new): the UTC start time,
+ * the session's settings, the host name and the CPU's model (/proc/cpuinfo). */
+enum intrus_status run_dir_note_session(const char *dir, const struct run_session *rs,
+                                        struct intrus_error *err);
+
 #endif

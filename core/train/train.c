@@ -1,3 +1,5 @@
+#include "config.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +20,8 @@
 #include "search/translate.h"
 #include "dist/dist.h"
 #include "base/clock.h"
+#include "intrus/blas.h"
+#include "tensor/ops_internal.h"
 
 struct train_cfg {
   long steps, log_every, valid_every, checkpoint_every, batch_tokens, valid_bleu;
@@ -443,6 +447,15 @@ static enum intrus_status trainer_start(struct trainer *t, struct intrus_config 
   if (t->opt->max_steps > 0 && t->opt->max_steps < t->stop) t->stop = t->opt->max_steps;
   /* -n below the step already reached: nothing to train (never a range like 5..3). */
   if (t->stop < t->step) t->stop = t->step;
+  if (dist_rank() == 0 && t->stop > t->step) {
+    const struct run_session rs = {.from_step = t->step,
+                                   .threads = intrus_blas_threads(),
+                                   .ranks = dist_size(),
+                                   .kernels = intrus_x86_level_name(intrus_x86_level()),
+                                   .blas_core = intrus_blas_corename(),
+                                   .version = PACKAGE_VERSION};
+    if ((st = run_dir_note_session(t->opt->run_dir, &rs, err))) return st;
+  }
   t->t0 = t->window_t = t->eta_t0 = mono_s();
   t->eta_step0 = t->step;
   if (t->opt->progress && t->stop > t->step) {
