@@ -279,6 +279,20 @@ expect "sessions.tsv: the killed run's two sessions, the second from its checkpo
   test "$(awk -F'\t' 'NR > 1 && NF == 9 { printf "%s ", ($2 > 0) }' cut/tt-l2r/sessions.tsv)" = "0 1 "
 expect "sessions.tsv: its header" \
   grep -q "^start	from_step	threads	ranks	kernels	blas_core	version	host	cpu$" cut/tt-l2r/sessions.tsv
+# The second session on another thread count (a machine of more cores): the table says
+# the cell's time mixes two setups; another host name alone is no other setup.
+cp cut/tt-l2r/sessions.tsv sessions-before
+awk -F'\t' 'BEGIN { OFS = "\t" } NR == 3 { $8 = $8 "-other" } { print }' sessions-before \
+  > cut/tt-l2r/sessions.tsv
+"$intrus" table --no-train -r cut -O host-out table.cfg > host.txt 2>&1
+expect "another host name alone is one setup" sh -c '! grep -q "setups" host-out/table.md'
+awk -F'\t' 'BEGIN { OFS = "\t" } NR == 3 { $3 = $3 + 14 } { print }' sessions-before \
+  > cut/tt-l2r/sessions.tsv
+"$intrus" table --no-train -r cut -O setup-out table.cfg > setup.txt 2>&1
+expect "two thread counts: two setups in table.md" \
+  grep -q "^| l2r | en-de | .cut/tt-l2r. | [0-9]* | [0-9]* s (2 setups) |" setup-out/table.md
+expect "two thread counts: and in table.json" grep -q '"setups": 2' setup-out/table.json
+cp sessions-before cut/tt-l2r/sessions.tsv
 cut -d, -f1-8 ref-out/table.csv > a.csv
 cut -d, -f1-8 cut-out/table.csv > b.csv
 expect "the resumed table's scores equal the uninterrupted one's" cmp -s a.csv b.csv

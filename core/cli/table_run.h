@@ -25,6 +25,10 @@ struct table_cell_state {
   char experiment[4200], name[CLI_NAME_MAX + 1], run_dir[4200];
   long step, total_steps;   /* checkpoint step; steps the experiment trains (at most) */
   double train_s;           /* training seconds so far (train.log), NAN if none */
+  int setups;               /* distinct CPU / threads / ranks / kernels / OpenBLAS core in
+                             * its sessions.tsv (0: none recorded): its train_s mixes the
+                             * speeds of that many, and an interrupted run is bitwise the
+                             * uninterrupted one only with one */
   int nphases;              /* train.phases, or 1 */
   long phase_left[TABLE_MAX_PHASES];     /* steps each phase still trains */
   double phase_factor[TABLE_MAX_PHASES]; /* cost model: a step's cost in left-to-right steps */

@@ -78,6 +78,14 @@ static void write_md(const struct table_state *s, FILE *f) {
                         "from its tokenizer.txt):\n\n%s", notes);
     free(notes);
   }
+  bool mixed = false;
+  for (int r = 0; r < t->nrows; r++)
+    for (int c = 0; c < t->ncols; c++) mixed = mixed || s->cells[r][c].setups > 1;
+  if (mixed)
+    fprintf(f, "\nTraining: seconds of training steps (train.log); \"(N setups)\": trained "
+               "by N different CPUs, thread counts or kernels (sessions.tsv), so its time "
+               "mixes their speeds and its losses are not those of one uninterrupted run "
+               "bit for bit.\n");
   fprintf(f, "\n| row | column | run | steps | training | training data | length ratio | p |\n"
              "|---|---|---|---:|---:|---|---:|---:|\n");
   detail_rows(s, f);
@@ -93,6 +101,7 @@ static void detail_rows(const struct table_state *s, FILE *f) {
       fprintf(f, "| %s | %s | `%s` | %ld | ", t->rows[r].name, t->cols[c].name, cs->run_dir,
               cs->step > 0 ? cs->step : 0L);
       if (isfinite(cs->train_s)) fprintf(f, "%.0f s", cs->train_s);
+      if (cs->setups > 1) fprintf(f, " (%d setups)", cs->setups);
       char data[64];
       table_data_text(cs, data, sizeof data);
       fprintf(f, " | %s | ", cs->state == CELL_NEW ? "" : data);
@@ -144,6 +153,9 @@ static void write_json(const struct table_state *s, FILE *f) {
       cli_json_string(f, state_name(cs->state));
       fprintf(f, ", \"steps\": %ld, \"train_s\": ", cs->step > 0 ? cs->step : 0L);
       json_number(f, true, cs->train_s, "%.1f");
+      fputs(", \"setups\": ", f);
+      if (cs->setups > 0) fprintf(f, "%d", cs->setups);
+      else fputs("null", f);
       fputs(", \"score\": ", f);
       json_number(f, cs->scored, cs->score, "%.4f");
       fputs(", \"ratio\": ", f);
