@@ -14,6 +14,7 @@
 #include "intrus/corpus.h"
 #include "intrus/rng.h"
 #include "table_run.h"
+#include "train/run_dir.h"
 #include "text/dataset.h"
 #include "base/clock.h"
 #include "base/xalloc.h"
@@ -495,41 +496,6 @@ static void scan_other_runs(struct table_state *s) {
   closedir(d);
 }
 
-/* How many different setups trained the run (run_dir_note_session's rows, compared on
- * threads, ranks, kernels, OpenBLAS core and CPU model; not on the host's name, which
- * changes with every container of one kind of machine, nor the version). */
-static int count_setups(const char *run_dir) {
-  char path[4300], line[1024];
-  snprintf(path, sizeof path, "%s/sessions.tsv", run_dir);
-  FILE *f = fopen(path, "r");
-  if (!f) return 0;
-  enum { MAX_SEEN = 64 };
-  uint64_t seen[MAX_SEEN];
-  int n = 0;
-  bool header = true;
-  while (fgets(line, sizeof line, f)) {
-    if (header) {
-      header = false;
-      continue;
-    }
-    /* start, from_step, threads, ranks, kernels, blas_core, version, host, cpu */
-    char *field[9] = {0};
-    int k = 0;
-    for (char *save = NULL, *tok = strtok_r(line, "\t\n", &save); tok && k < 9;
-         tok = strtok_r(NULL, "\t\n", &save))
-      field[k++] = tok;
-    if (k < 9) continue;
-    uint64_t h = INTRUS_FNV_INIT;
-    for (int i = 2; i <= 5; i++) h = key_str(h, field[i]);
-    h = key_str(h, field[8]);
-    bool dup = false;
-    for (int i = 0; i < n && !dup; i++) dup = seen[i] == h;
-    if (!dup && n < MAX_SEEN) seen[n++] = h;
-  }
-  fclose(f);
-  return n;
-}
-
 static enum intrus_status examine(struct table_state *s, int r, int c,
                                   struct intrus_error *err) {
   struct table_cell_state *cs = &s->cells[r][c];
@@ -574,7 +540,7 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   }
   cs->model_s_per_step = NAN;
   cs->train_s = phase_rates(cs->run_dir, cs->nphases, steps, cur, start, cs->phase_rate);
-  cs->setups = count_setups(cs->run_dir);
+  cs->setups = run_dir_count_setups(cs->run_dir);
   for (int p = 0; p < cs->nphases; p++) cs->phase_key[p] = phase_key(cfg, p);
   if (done) cs->state = CELL_DONE;
   else if (have_ckpt) cs->state = CELL_PARTIAL;

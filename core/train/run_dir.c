@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "intrus/fileio.h"
+#include "intrus/rng.h"
 #include "run_dir.h"
 
 enum intrus_status run_dir_make(const char *dir, struct intrus_error *err) {
@@ -162,4 +163,37 @@ enum intrus_status run_dir_note_session(const char *dir, const struct run_sessio
   if (w != len)
     return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot write: %s", path, strerror(e));
   return INTRUS_OK;
+}
+
+int run_dir_count_setups(const char *dir) {
+  char path[4300], line[1024];
+  snprintf(path, sizeof path, "%s/sessions.tsv", dir);
+  FILE *f = fopen(path, "r");
+  if (!f) return 0;
+  enum { MAX_SEEN = 64, FIELDS = 9 };
+  uint64_t seen[MAX_SEEN];
+  int n = 0;
+  bool header = true;
+  while (fgets(line, sizeof line, f)) {
+    if (header) {
+      header = false;
+      continue;
+    }
+    /* run_dir_note_session's columns: start, from_step, threads, ranks, kernels,
+     * blas_core, version, host, cpu */
+    char *field[FIELDS] = {0};
+    int k = 0;
+    for (char *save = NULL, *tok = strtok_r(line, "\t\n", &save); tok && k < FIELDS;
+         tok = strtok_r(NULL, "\t\n", &save))
+      field[k++] = tok;
+    if (k < FIELDS) continue;
+    uint64_t h = INTRUS_FNV_INIT;
+    for (int i = 2; i <= 5; i++) h = intrus_fnv1a(h, field[i], strlen(field[i]) + 1);
+    h = intrus_fnv1a(h, field[8], strlen(field[8]) + 1);
+    bool dup = false;
+    for (int i = 0; i < n && !dup; i++) dup = seen[i] == h;
+    if (!dup && n < MAX_SEEN) seen[n++] = h;
+  }
+  fclose(f);
+  return n;
 }

@@ -29,5 +29,9 @@ struct run_session {
  * the session's settings, the host name and the CPU's model (/proc/cpuinfo). */
 enum intrus_status run_dir_note_session(const char *dir, const struct run_session *rs,
                                         struct intrus_error *err);
+/* How many different setups DIR/sessions.tsv records (0 without the file): rows
+ * compared on threads, ranks, kernels, OpenBLAS core and CPU model; not on the host's
+ * name, which changes with every container of one kind of machine, nor the version. */
+int run_dir_count_setups(const char *dir);
 
 #endif
