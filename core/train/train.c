@@ -1,4 +1,11 @@
+/* PACKAGE_VERSION comes from config.h; the fuzzers (tests/fuzz/run.sh) compile the core
+ * without it. */
+#ifdef HAVE_CONFIG_H
 #include "config.h"
+#endif
+#ifndef PACKAGE_VERSION
+#define PACKAGE_VERSION "unknown"
+#endif
 
 #include <errno.h>
 #include <math.h>
