@@ -5,7 +5,7 @@
 # "intrus/x.h", each of which belongs to one layer: public_layer below), must come
 # from a layer listed for it below. A new dependency that breaks the direction fails here, naming the file
 # and the symbol; if it is meant, change the table here and the picture in the doc.
-# Also: the layers the fuzzers build without config.h include it only under HAVE_CONFIG_H.
+# Also: the sources the fuzzers build without config.h include it only under HAVE_CONFIG_H.
 set -u
 build=${INTRUS_TEST_BUILDDIR:-.}
 src=${INTRUS_TEST_SRCDIR:-.}
@@ -86,13 +86,12 @@ for f in $(find "$src/core" -name '*.[ch]' | sort); do
     esac
   done
 done > "$tmp/inc"
-# The fuzzers (tests/fuzz/run.sh) compile every layer but cli and tools without
-# ./configure's config.h: there it may be included only under #ifdef HAVE_CONFIG_H.
-for f in "$src"/core/*/*.c; do
-  case $f in */core/cli/*|*/core/tools/*) continue ;; esac
-  awk -v f="${f#"$src"/}" '/^#include "config.h"/ && prev != "#ifdef HAVE_CONFIG_H" {
-      print "FAIL: " f ":" NR ": includes config.h outside #ifdef HAVE_CONFIG_H (make fuzz builds the core without it)" }
-    { prev = $0 }' "$f"
+# The fuzzers (tests/fuzz/run.sh) compile their sources without ./configure's config.h:
+# there it may be included only under #ifdef HAVE_CONFIG_H.
+for f in $(sh "$src/tests/fuzz/run.sh" --sources); do
+  awk -v f="$f" '/^#include "config.h"/ && prev != "#ifdef HAVE_CONFIG_H" {
+      print "FAIL: " f ":" NR ": includes config.h outside #ifdef HAVE_CONFIG_H (make fuzz builds it without)" }
+    { prev = $0 }' "$src/$f"
 done > "$tmp/cfg"
 cat "$tmp/sym" "$tmp/inc" "$tmp/cfg"
 n=$(cat "$tmp/sym" "$tmp/inc" "$tmp/cfg" | wc -l)

@@ -5,10 +5,18 @@
 # and coverage per harness, and exits non-zero on any crash, leak, timeout or
 # sanitizer report, naming the input that caused it (kept in BUILD/fuzz/artifacts/).
 #   tests/fuzz/run.sh [SECONDS [NAME...]]     (FUZZ_CC: the compiler, default clang)
+#   tests/fuzz/run.sh --sources               the sources it builds, relative to the tree
+#                                             (tests/test_layers.sh checks them)
 set -u
+src=$(cd "$(dirname "$0")/../.." && pwd)
+# The core, instrumented for coverage; the CLI and the tools are not under test here.
+sources() {
+  (cd "$src" && ls core/*/*.c | grep -v -e '^core/cli/' -e '^core/tools/')
+  echo plugins/eval-bleu/eval_bleu.c plugins/eval-bleu/bleu_text.c plugins/common/unicode_case.c
+}
+if [ "${1:-}" = --sources ]; then sources; exit 0; fi
 secs=${1:-60}
 [ $# -gt 0 ] && shift
-src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${FUZZ_BUILDDIR:-$(pwd)}/fuzz
 cc=${FUZZ_CC:-clang}
 names=${*:-config checkpoint vocab bpe lines bleu png}
@@ -34,11 +42,8 @@ mkdir -p "$build/obj" "$build/bin" "$build/artifacts"
 # The harnesses write each input to a scratch file (and fuzz_config an effective config,
 # with fsync): on tmpfs that costs nothing.
 if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then export TMPDIR=/dev/shm; fi
-# The core, instrumented for coverage; the CLI and the tools are not under test here.
 objs=""
-for f in $(cd "$src" && ls core/*/*.c | grep -v -e '^core/cli/' -e '^core/tools/') \
-         plugins/eval-bleu/eval_bleu.c plugins/eval-bleu/bleu_text.c \
-         plugins/common/unicode_case.c; do
+for f in $(sources); do
   o="$build/obj/$(echo "$f" | tr / _ | sed 's/\.c$/.o/')"
   if [ ! -f "$o" ] || [ "$src/$f" -nt "$o" ]; then
     $cc $cflags $san -fsanitize=fuzzer-no-link -c "$src/$f" -o "$o" || exit 1
