@@ -88,11 +88,16 @@ for f in $(find "$src/core" -name '*.[ch]' | sort); do
 done > "$tmp/inc"
 # The fuzzers (tests/fuzz/run.sh) compile their sources without ./configure's config.h:
 # there it may be included only under #ifdef HAVE_CONFIG_H.
-for f in $(sh "$src/tests/fuzz/run.sh" --sources); do
-  awk -v f="$f" '/^#include "config.h"/ && prev != "#ifdef HAVE_CONFIG_H" {
-      print "FAIL: " f ":" NR ": includes config.h outside #ifdef HAVE_CONFIG_H (make fuzz builds it without)" }
-    { prev = $0 }' "$src/$f"
-done > "$tmp/cfg"
+# An empty list would pass unchecked, so it fails too.
+fuzz_sources=$(sh "$src/tests/fuzz/run.sh" --sources)
+{
+  if [ -z "$fuzz_sources" ]; then echo "FAIL: tests/fuzz/run.sh --sources listed no sources"; fi
+  for f in $fuzz_sources; do
+    awk -v f="$f" '/^#include "config.h"/ && prev != "#ifdef HAVE_CONFIG_H" {
+        print "FAIL: " f ":" NR ": includes config.h outside #ifdef HAVE_CONFIG_H (make fuzz builds it without)" }
+      { prev = $0 }' "$src/$f"
+  done
+} > "$tmp/cfg"
 cat "$tmp/sym" "$tmp/inc" "$tmp/cfg"
 n=$(cat "$tmp/sym" "$tmp/inc" "$tmp/cfg" | wc -l)
 nobj=$(echo $objs | wc -w)
