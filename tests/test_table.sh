@@ -210,7 +210,15 @@ expect "another schedule of the same phases is timed from tt-ins: 60 s" \
   grep -q "train .*est/tt-other, 40 steps, 60 s$" plan-other.txt
 expect "a run of the sampled phase alone is timed from tt-ins's sampled phase: 75 s" \
   grep -q "train .*est/tt-nopre, 25 steps, 75 s$" plan-other.txt
-expect "a wider model is modelled" grep -q "train .*est/tt-wide, 40 steps, ~" plan-other.txt
+# The wider model has no phase of its kind timed anywhere: the cost model (6 FLOPs per
+# parameter and token, 12d^2 + 256d + 500d at d 48 against d 32: 1.7526 times tt-ins's),
+# at the median seconds per model FLOP of the phases that were timed (tt-ins's
+# pretraining, 1 s at 0.5 model steps, and sampled, 3 s at 2.9: (2 + 1.0345) / 2 per
+# tt-ins model step), so 44 model steps of it: 44 x 1.5172 x 1.7526 = 117 s. Not the
+# sgemm probe's speed, which reads what else the machine runs (an estimate taken beside
+# a training run read twice as long) and puts this model at a few milliseconds a step.
+expect "a wider model is modelled from the timed runs: 117 s, $(grep tt-wide plan-other.txt)" \
+  grep -q "train .*est/tt-wide, 40 steps, ~2 min$" plan-other.txt
 
 # ---- a finished cell kept without its checkpoint still times its phases ---------------
 # As docs/small-* keeps runs (results.json, test.hyp, train.log, effective.cfg): its

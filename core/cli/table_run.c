@@ -253,10 +253,11 @@ static double sgemm_probe(void) {
   return 2.0 * N * N * N / best / 1e9;
 }
 
-/* Seconds per left-to-right step from the model's size: 6 FLOPs per parameter and
- * target token at 60% of the sgemm peak (what docs/benchmarks.md measures on 2 cores);
- * read_phases scales it per phase. */
-static double model_s_per_step(const struct intrus_config *cfg, double peak_gflops) {
+/* GFLOP of a left-to-right step from the model's size: 6 FLOPs per parameter and target
+ * token; read_phases scales it per phase. Seconds come from a timed run (calibrate) or
+ * the sgemm probe: the FLOP count alone does not depend on what else the machine is
+ * running. */
+static double model_gflop_per_step(const struct intrus_config *cfg) {
   const intrus_cfg *root = intrus_config_root(cfg);
   const intrus_cfg *data = peek_group(root, "data"), *model = peek_group(root, "model"),
                    *train = peek_group(root, "train");
@@ -277,8 +278,7 @@ static double model_s_per_step(const struct intrus_config *cfg, double peak_gflo
                  (4 * d * d + 2 * d * (double)peek_int(enc, "ff", (long long)(4 * d)));
   double dec_p = (double)peek_int(dec, "layers", 1) *
                  (8 * d * d + 2 * d * (double)peek_int(dec, "ff", (long long)(4 * d)));
-  double flops = 6.0 * (enc_p + dec_p + d * vocab) * tokens;
-  return peak_gflops > 0 ? flops / (0.6 * peak_gflops * 1e9) : NAN;
+  return 6.0 * (enc_p + dec_p + d * vocab) * tokens / 1e9;
 }
 
 /* ---- data -------------------------------------------------------------------------- */
@@ -480,6 +480,7 @@ static void scan_other_runs(struct table_state *s) {
     long steps[TABLE_MAX_PHASES];
     double factor[TABLE_MAX_PHASES], rate[TABLE_MAX_PHASES];
     int n = read_phases(cfg, steps, factor);
+    double gflop = model_gflop_per_step(cfg);
     phase_rates(dir, n, steps, cur, start, rate);
     for (int p = 0; p < n; p++) {
       uint64_t key = phase_key(cfg, p);
@@ -488,7 +489,8 @@ static void scan_other_runs(struct table_state *s) {
       while (k < s->nknown && s->known[k].key != key) k++;
       if (k == s->nknown && s->nknown == TABLE_MAX_KNOWN) continue;
       if (k < s->nknown && s->known[k].mtime >= (double)st.st_mtime) continue;
-      s->known[k] = (struct table_known_phase){key, rate[p], (double)st.st_mtime};
+      s->known[k] = (struct table_known_phase){key, rate[p], gflop * factor[p],
+                                               (double)st.st_mtime};
       if (k == s->nknown) s->nknown++;
     }
     intrus_config_free(cfg);
@@ -538,7 +540,6 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
     cs->phase_left[p] = left > 0 ? left : 0;
     cs->phase_rate[p] = NAN;
   }
-  cs->model_s_per_step = NAN;
   cs->train_s = phase_rates(cs->run_dir, cs->nphases, steps, cur, start, cs->phase_rate);
   cs->setups = run_dir_count_setups(cs->run_dir);
   for (int p = 0; p < cs->nphases; p++) cs->phase_key[p] = phase_key(cfg, p);
@@ -547,19 +548,50 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   else cs->state = CELL_NEW;
   cs->data_recorded = dataset_manifest_train(cs->run_dir, &cs->data_trained);
   cs->data_known = corpus_now(s, cfg, &cs->data_now);
-  if (cs->state != CELL_DONE) {
-    if (s->peak_gflops == 0.0) s->peak_gflops = sgemm_probe();
-    cs->model_s_per_step = model_s_per_step(cfg, s->peak_gflops);
-  }
+  cs->model_gflop = model_gflop_per_step(cfg);
   intrus_config_free(cfg);
   return INTRUS_OK;
+}
+
+/* Seconds per GFLOP of the cost model (model_gflop_per_step times a phase's factor) where
+ * a cell has no timed phase of its own: the median over every phase that was timed, in
+ * the table's cells and in the other runs read (known), so that the model is scaled by
+ * how far it was off on this machine's runs; without any, the sgemm probe at 60% of its
+ * peak (what docs/benchmarks.md measures on 2 cores). The probe reads what the machine
+ * gives it now: beside a training run, about half, and every modelled estimate twice
+ * as long; a run's train.log does not depend on when the table is looked at. */
+static double table_s_per_gflop(struct table_state *s) {
+  double *v = xmalloc(sizeof *v * (size_t)(s->t->nrows * s->t->ncols * TABLE_MAX_PHASES +
+                                           s->nknown + 1));
+  int n = 0;
+  for (int k = 0; k < s->t->nrows * s->t->ncols; k++) {
+    const struct table_cell_state *o = &s->cells[k / s->t->ncols][k % s->t->ncols];
+    if (o->state == CELL_EMPTY || !(o->model_gflop > 0)) continue;
+    for (int q = 0; q < o->nphases; q++)
+      if (isfinite(o->phase_rate[q]) && o->phase_factor[q] > 0)
+        v[n++] = o->phase_rate[q] / (o->model_gflop * o->phase_factor[q]);
+  }
+  for (int k = 0; k < s->nknown; k++)
+    if (isfinite(s->known[k].rate) && s->known[k].gflop > 0)
+      v[n++] = s->known[k].rate / s->known[k].gflop;
+  double spg;
+  if (n > 0) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    spg = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  } else {
+    if (s->peak_gflops == 0.0) s->peak_gflops = sgemm_probe();
+    spg = s->peak_gflops > 0 ? 1.0 / (0.6 * s->peak_gflops) : NAN;
+  }
+  free(v);
+  return spg;
 }
 
 /* The time cell (r, c) still needs, phase by phase (an INTRUS run's sampled step costs
  * several of its pretraining steps): at the speed of that phase in its own train.log,
  * else of a phase with the same key (phase_key: same model, batch and what the phase
  * scores) in another cell's train.log, else in another run's of the runs directory,
- * else the cost model's, scaled by how far the model was off on a phase that was timed. */
+ * else the cost model's, scaled by how far the model was off on a phase of this cell
+ * that was timed, else on the runs that were (table_s_per_gflop). */
 static void estimate(struct table_state *s, int r, int c) {
   struct table_cell_state *cs = &s->cells[r][c];
   double rate[TABLE_MAX_PHASES];
@@ -579,24 +611,31 @@ static void estimate(struct table_state *s, int r, int c) {
     for (int k = 0; k < s->nknown && isnan(rate[p]) && key; k++)
       if (s->known[k].key == key) rate[p] = s->known[k].rate;
   }
-  double scale = 1.0;
-  for (int p = cs->nphases - 1; p >= 0; p--)
-    if (isfinite(rate[p]) && cs->model_s_per_step > 0 && cs->phase_factor[p] > 0) {
-      scale = rate[p] / (cs->model_s_per_step * cs->phase_factor[p]);
+  cs->estimate_s = 0.0;
+  cs->measured = true;
+  if (cs->state == CELL_DONE) return;
+  double spg = NAN; /* seconds per model GFLOP, once a phase needs the model */
+  for (int p = cs->nphases - 1; p >= 0 && cs->model_gflop > 0; p--)
+    if (isfinite(rate[p]) && cs->phase_factor[p] > 0) {
+      spg = rate[p] / (cs->model_gflop * cs->phase_factor[p]);
       break;
     }
   double sum = 0.0;
-  cs->measured = true;
   for (int p = 0; p < cs->nphases; p++) {
     if (cs->phase_left[p] == 0) continue;
     double sp = rate[p];
     if (isnan(sp)) {
-      sp = cs->model_s_per_step * cs->phase_factor[p] * scale;
+      if (!s->scanned) { /* a cell without keys (another encoder) calibrates on them too */
+        scan_other_runs(s);
+        s->scanned = true;
+      }
+      if (isnan(spg)) spg = table_s_per_gflop(s);
+      sp = cs->model_gflop * cs->phase_factor[p] * spg;
       cs->measured = false;
     }
     sum += (double)cs->phase_left[p] * sp;
   }
-  cs->estimate_s = cs->state == CELL_DONE ? 0.0 : sum;
+  cs->estimate_s = sum;
 }
 
 struct table_state *table_state_new(const struct table_spec *t, const char *runs,
@@ -770,9 +809,9 @@ void table_print_plan(const struct table_state *s, FILE *f) {
   if (!runs) fprintf(f, "nothing to train\n");
   else
     fprintf(f, "%d run%s to train, about %s of training%s\n", runs, runs == 1 ? "" : "s", est,
-            modelled ? " (~: a phase not yet run on this machine is timed from the model's "
-                       "size, scaled to a phase that ran where there is one; validation and "
-                       "the test decode come on top)"
+            modelled ? " (~: a phase of a kind no run has timed is timed from the model's "
+                       "size, scaled by how far that model was off on the runs that were "
+                       "timed; validation and the test decode come on top)"
                      : " (from the runs' own speed; validation and the test decode come on "
                        "top)");
   if (held) {

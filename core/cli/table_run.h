@@ -33,7 +33,7 @@ struct table_cell_state {
   long phase_left[TABLE_MAX_PHASES];     /* steps each phase still trains */
   double phase_factor[TABLE_MAX_PHASES]; /* cost model: a step's cost in left-to-right steps */
   double phase_rate[TABLE_MAX_PHASES];   /* s/step in its own train.log's rows, NAN if none */
-  double model_s_per_step;  /* the cost model's left-to-right step, NAN unless needed */
+  double model_gflop;       /* the cost model's left-to-right step, GFLOP */
   bool measured;            /* every phase still to train timed from a train.log */
   double estimate_s;        /* training time still to go */
   uint64_t phase_key[TABLE_MAX_PHASES]; /* what a step of each phase costs depends on
@@ -73,6 +73,7 @@ enum { TABLE_MAX_CORPORA = 64 }; /* training splits whose fingerprint is remembe
 struct table_known_phase {
   uint64_t key;
   double rate;   /* s/step */
+  double gflop;  /* the cost model's step of that phase (factor included) */
   double mtime;  /* its train.log's: where several runs have the key, the latest counts */
 };
 
@@ -100,7 +101,7 @@ struct table_state {
   const struct table_spec *t;
   char runs[4096];
   const char *plugin_path;
-  double peak_gflops; /* sgemm probe for the cost model; 0 until needed */
+  double peak_gflops; /* sgemm probe for the cost model; 0 until needed (no run timed) */
   struct table_cell_state cells[TABLE_MAX_ROWS][TABLE_MAX_COLUMNS];
   bool scanned; /* the runs directory's other runs read into known (scan_other_runs) */
   int nknown;
