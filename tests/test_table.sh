@@ -86,6 +86,14 @@ if [ $rc -eq 3 ] && grep -q "nodata/train.en" out.txt && grep -q "row r2l, colum
 else
   bad "a missing corpus: exit $rc (want 3, data.dir), runs/ $([ -d runs ] && echo made || echo not made): $(cat out.txt)"
 fi
+"$intrus" table --dry-run nodata.cfg > out.txt 2>&1
+rc=$?
+if [ $rc -eq 3 ] && grep -q "nodata/train.en" out.txt && grep -q "2 runs to train" out.txt &&
+  grep -q "would stop here" out.txt && [ ! -d runs ]; then
+  ok "--dry-run lists the plan, then refuses the missing corpus as the run would"
+else
+  bad "--dry-run with a missing corpus: exit $rc (want 3): $(cat out.txt)"
+fi
 
 # ---- --dry-run ------------------------------------------------------------------------
 "$intrus" table --dry-run table.cfg > plan.txt 2>&1

@@ -30,8 +30,8 @@ static const char table_usage[] =
     "beside it, the significance mark). See docs/tables.md for the table file.\n"
     "\n"
     "Options:\n"
-    "  -n, --dry-run          list the cells, what each still needs and an estimated time;\n"
-    "                         run nothing\n"
+    "  -n, --dry-run          list the cells, what each still needs and an estimated time,\n"
+    "                         and check the corpora of those to run; run nothing\n"
     "  -s, --no-train         train and decode nothing: score the finished cells and write\n"
     "                         the table, the others marked not run / not finished (with\n"
     "                         their step), e.g. while a long table is half done\n"
@@ -211,19 +211,24 @@ int intrus_cmd_table(int argc, char **argv) {
   table_print_plan(s, stdout);
   if (a.no_train) printf("--no-train: nothing above is trained or decoded; the table holds the finished cells\n");
   fflush(stdout);
-  if (a.dry_run) {
-    table_state_free(s);
-    table_spec_free(t);
-    return INTRUS_EXIT_OK;
-  }
+  /* A dry run checks the corpora too: it is what is run before a table of days. */
   if (!a.no_train && table_check_data(s, &err)) {
     table_state_free(s);
     table_spec_free(t);
     rc = intrus_cli_fail("table", &err);
-    fprintf(stderr, "intrus table: nothing was run. The corpora of experiments/small and "
-                    "experiments/paper come from\n  scripts/build-mt-data.sh --out "
-                    "data/mt-full\n(README.md, \"Data\").\n");
+    fprintf(stderr, "intrus table: nothing was run%s. The corpora of experiments/small and "
+                    "experiments/paper come from\n"
+                    "  scripts/build-mt-data.sh --out data/mt-full\n"
+                    "  scripts/build-im2latex-data.sh --out data/im2latex-full\n"
+                    "  scripts/build-caption-data.sh --out data/caption-full\n"
+                    "(README.md, \"Data\").\n",
+            a.dry_run ? " (--dry-run: the table would stop here)" : "");
     return rc;
+  }
+  if (a.dry_run) {
+    table_state_free(s);
+    table_spec_free(t);
+    return INTRUS_EXIT_OK;
   }
   int todo = 0, k = 0, failed = 0;
   for (int r = 0; r < t->nrows; r++)
