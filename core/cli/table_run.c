@@ -254,9 +254,9 @@ static double sgemm_probe(void) {
 }
 
 /* GFLOP of a left-to-right step from the model's size: 6 FLOPs per parameter and target
- * token; read_phases scales it per phase. Seconds come from a timed run (calibrate) or
- * the sgemm probe: the FLOP count alone does not depend on what else the machine is
- * running. */
+ * token; read_phases scales it per phase. Seconds come from timed runs
+ * (table_s_per_gflop) or the sgemm probe: the FLOP count alone does not depend on what
+ * else the machine is running. */
 static double model_gflop_per_step(const struct intrus_config *cfg) {
   const intrus_cfg *root = intrus_config_root(cfg);
   const intrus_cfg *data = peek_group(root, "data"), *model = peek_group(root, "model"),
