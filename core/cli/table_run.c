@@ -103,6 +103,12 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* The median of v[0..n) (n > 0), sorting v in place. */
+static double median_sort(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* Seconds per step of the phase whose rows are lo <= step <= hi (the row at lo, the step
  * the phase began after, times where it starts): the median over the intervals between
  * its last rows (up to 20). The last rows, not the phase's average: the current speed.
@@ -118,9 +124,7 @@ static double log_rate(const struct log_rows *r, long lo, long hi) {
   for (; i >= 1 && n < BACK && w[i - 1].step >= lo; i--)
     if (w[i].secs > w[i - 1].secs)
       rate[n++] = (w[i].secs - w[i - 1].secs) / (double)(w[i].step - w[i - 1].step);
-  if (n == 0) return NAN;
-  qsort(rate, (size_t)n, sizeof *rate, cmp_double);
-  return n % 2 ? rate[n / 2] : 0.5 * (rate[n / 2 - 1] + rate[n / 2]);
+  return n == 0 ? NAN : median_sort(rate, n);
 }
 
 /* ---- the cost model --------------------------------------------------------------- */
@@ -455,8 +459,11 @@ static double phase_rates(const char *run_dir, int nphases, const long *steps, i
 }
 
 /* Remembers the phase speeds of the runs in the runs directory that are no cell of this
- * table, from the effective.cfg each wrote, its checkpoint and its train.log. */
+ * table, from the effective.cfg each wrote, its checkpoint and its train.log. Once per
+ * table state, and only when a cell to run needs it (estimate). */
 static void scan_other_runs(struct table_state *s) {
+  if (s->scanned) return;
+  s->scanned = true;
   DIR *d = opendir(s->runs);
   if (!d) return;
   const struct dirent *e;
@@ -576,8 +583,7 @@ static double table_s_per_gflop(struct table_state *s) {
       v[n++] = s->known[k].rate / s->known[k].gflop;
   double spg;
   if (n > 0) {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    spg = n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+    spg = median_sort(v, n);
   } else {
     if (s->peak_gflops == 0.0) s->peak_gflops = sgemm_probe();
     spg = s->peak_gflops > 0 ? 1.0 / (0.6 * s->peak_gflops) : NAN;
@@ -604,10 +610,7 @@ static void estimate(struct table_state *s, int r, int c) {
       for (int q = 0; q < o->nphases && isnan(rate[p]); q++)
         if (o->phase_key[q] == key) rate[p] = o->phase_rate[q];
     }
-    if (isnan(rate[p]) && key && cs->state != CELL_DONE && !s->scanned) {
-      scan_other_runs(s); /* once, and only when a cell to run needs it */
-      s->scanned = true;
-    }
+    if (isnan(rate[p]) && key && cs->state != CELL_DONE) scan_other_runs(s);
     for (int k = 0; k < s->nknown && isnan(rate[p]) && key; k++)
       if (s->known[k].key == key) rate[p] = s->known[k].rate;
   }
@@ -625,10 +628,7 @@ static void estimate(struct table_state *s, int r, int c) {
     if (cs->phase_left[p] == 0) continue;
     double sp = rate[p];
     if (isnan(sp)) {
-      if (!s->scanned) { /* a cell without keys (another encoder) calibrates on them too */
-        scan_other_runs(s);
-        s->scanned = true;
-      }
+      scan_other_runs(s); /* a cell without keys (another encoder) calibrates on them too */
       if (isnan(spg)) spg = table_s_per_gflop(s);
       sp = cs->model_gflop * cs->phase_factor[p] * spg;
       cs->measured = false;
