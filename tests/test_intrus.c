@@ -788,6 +788,41 @@ static void test_states_some_draws(const char *cfg) {
   SOME_LOSS(spec, 5, sum_k, count);
   EXPECT(memcmp(&sum_all, &sum_k, sizeof sum_all) == 0,
          "per_sentence = n + 1: %.9g, every state: %.9g", sum_k, sum_all);
+  /* Windows of states (validation's bound on memory) add up to every state: over the
+   * batch, and for sentence 1 alone as sentence first = 1 of the batch. */
+  {
+    static const int cuts[] = {0, 3, 5, 7};
+    double wsum = 0.0, wcount = 0.0, part;
+    spec = ph.phase[0].spec;
+    spec.all_states = true;
+    for (int w = 0; w < 3; w++) {
+      spec.state_lo = cuts[w];
+      spec.state_hi = cuts[w + 1];
+      SOME_LOSS(spec, 5, part, count);
+      wsum += part;
+      wcount += count;
+    }
+    EXPECT(fabs(wsum - sum_all) <= 1e-5 * sum_all && fabs(wcount - 10) < 1e-3,
+           "windows of states: %.6f over %.3f states, every state at once %.6f over 10", wsum,
+           wcount, sum_all);
+    double one = 0.0;
+    struct intrus_src_batch s1 = {.batch = 1, .len = sb.len, .tokens = sb.tokens + sb.len,
+                                  .lens = sb.lens + 1};
+    struct intrus_tgt_batch t1 = {.batch = 1, .len = L, .tokens = tgt + L, .lens = lens + 1};
+    for (int w = 0; w < 3; w++) {
+      struct intrus_loss_out o;
+      struct intrus_error e = {0};
+      spec.state_lo = cuts[w];
+      spec.state_hi = cuts[w + 1];
+      intrus_ctx_reset(ctx);
+      enum intrus_status st = ins_train_loss_at(m, ctx, scratch, &s1, &t1, 1, &spec, 5, &o, &e);
+      EXPECT(st == INTRUS_OK, "ins_train_loss_at: %s", e.msg);
+      one += st ? NAN : o.nll_sum;
+    }
+    EXPECT(fabs(one - all1) <= 1e-4 * all1,
+           "sentence 1 alone in windows of states: %.6f, its states' own losses %.6f", one,
+           all1);
+  }
 #undef SOME_LOSS
   intrus_ctx_destroy(ctx);
   intrus_ctx_destroy(scratch);

@@ -264,8 +264,13 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
   int *npick = intrus_ctx_alloc(ctx, (size_t)B * sizeof *npick);
   int *pick0 = intrus_ctx_alloc(ctx, (size_t)(B + 1) * sizeof *pick0);
   long total_picks = 0;
+  const bool window = spec->all_states && spec->state_hi > 0;
   for (int b = 0; b < B; b++) {
     npick[b] = states_of(spec, tgt->lens[b]);
+    if (window) {
+      int hi = spec->state_hi < tgt->lens[b] + 1 ? spec->state_hi : tgt->lens[b] + 1;
+      npick[b] = hi > spec->state_lo ? hi - spec->state_lo : 0;
+    }
     total_picks += npick[b];
   }
   int *picks = intrus_ctx_alloc(ctx, (size_t)(total_picks ? total_picks : 1) * sizeof *picks);
@@ -273,7 +278,9 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
   for (int b = 0, at = 0; b < B; b++) {
     int n = tgt->lens[b], *pk = picks + at;
     pick0[b] = at;
-    if (npick[b] == n + 1) {
+    if (window) {
+      for (int j = 0; j < npick[b]; j++) pk[j] = spec->state_lo + j;
+    } else if (npick[b] == n + 1) {
       for (int k = 0; k <= n; k++) pk[k] = k;
     } else {
       /* The first draw is the one the single-state form always made. With finish_state

@@ -51,6 +51,9 @@ struct ins_train_spec {
   float late_bias;      /* without all_states: state k (of 0..n) is drawn with weight
                            (k + 1)^late_bias; 0, uniform (the draws as before the setting) */
   float label_smoothing; /* of the token terms (train.label_smoothing; 0 in validation) */
+  int state_lo, state_hi; /* with all_states: only the states of k tokens, state_lo <= k <
+                             state_hi (state_hi 0: all); validation splits a long target's
+                             states into windows so that memory stays bounded */
 };
 
 /* The INTRUS loss of a batch (mean over the states trained on), recorded on ctx's tape.

@@ -111,16 +111,81 @@ struct valid_acc {
   long tokens;
 };
 
+/* Decoder rows the all-states validation of an insertion model may score at once: a
+ * target of n tokens has n + 1 states of k + 2 rows each, and the token logits take a
+ * vocabulary-wide row per slot with a correct insertion. Batches of short targets stay
+ * under it; a validation pair of about 990 subwords needed 16.5 GB in one piece (Ru-En,
+ * 2026-11-29). */
+enum { VALID_MAX_ROWS = 1 << 17 };
+
+static long all_states_rows(long n) { return (n + 1) * (n + 4) / 2; }
+
+/* The insertion validation of a batch too large for VALID_MAX_ROWS: one sentence at a
+ * time (as sentence first + b of the batch, so each keeps its order), its states in
+ * windows of at most VALID_MAX_ROWS rows. The state losses are those of the whole
+ * batch; ctx is reset between pieces, so the batch is copied out of it first. */
+static enum intrus_status valid_batch_pieces(struct valid_acc *a,
+                                             const struct intrus_src_batch *src,
+                                             const struct intrus_tgt_batch *tgt, uint64_t seed,
+                                             struct intrus_error *err) {
+  const int B = tgt->batch;
+  const size_t ns = (size_t)src->batch * (size_t)src->len, nt = (size_t)B * (size_t)tgt->len;
+  int32_t *stok = malloc((ns ? ns : 1) * sizeof *stok);
+  int32_t *ttok = malloc((nt ? nt : 1) * sizeof *ttok);
+  int *slens = malloc((size_t)B * sizeof *slens), *tlens = malloc((size_t)B * sizeof *tlens);
+  enum intrus_status st = INTRUS_OK;
+  if (!stok || !ttok || !slens || !tlens) {
+    st = intrus_error_set(err, INTRUS_ERR_NOMEM, "validation: out of memory");
+    goto done;
+  }
+  memcpy(stok, src->tokens, ns * sizeof *stok);
+  memcpy(ttok, tgt->tokens, nt * sizeof *ttok);
+  memcpy(slens, src->lens, (size_t)B * sizeof *slens);
+  memcpy(tlens, tgt->lens, (size_t)B * sizeof *tlens);
+  struct ins_train_spec spec = *a->ins;
+  for (int b = 0; b < B && !st; b++) {
+    struct intrus_src_batch s1 = {.batch = 1, .len = src->len,
+                                  .tokens = stok + (size_t)b * src->len, .lens = slens + b};
+    struct intrus_tgt_batch t1 = {.batch = 1, .len = tgt->len,
+                                  .tokens = ttok + (size_t)b * tgt->len, .lens = tlens + b};
+    const int n = tlens[b];
+    for (int lo = 0; lo <= n && !st;) {
+      int hi = lo;
+      long rows = 0;
+      while (hi <= n && (hi == lo || rows + hi + 2 <= VALID_MAX_ROWS)) rows += hi++ + 2;
+      spec.state_lo = lo;
+      spec.state_hi = hi;
+      intrus_ctx_reset(a->ctx);
+      struct intrus_loss_out out;
+      st = ins_train_loss_at(a->m, a->ctx, a->scratch, &s1, &t1, b, &spec, seed, &out, err);
+      if (st) break;
+      a->sum += out.nll_sum;
+      if (lo == 0) a->tokens += out.tokens;
+      lo = hi;
+    }
+  }
+done:
+  free(stok);
+  free(ttok);
+  free(slens);
+  free(tlens);
+  return st;
+}
+
 /* Data-parallel: rank r scores batches r, r + N, ...; a batch's seed is its index's. */
 static enum intrus_status valid_batch(const struct intrus_src_batch *src,
                                       const struct intrus_tgt_batch *tgt, long index, void *user,
                                       struct intrus_error *err) {
   struct valid_acc *a = user;
   struct intrus_loss_out out;
+  const uint64_t seed = intrus_hash64(a->seed ^ 0x7a11dULL, (uint64_t)index);
+  if (a->ins && a->ins->all_states && src->tokens) {
+    long rows = 0;
+    for (int b = 0; b < tgt->batch; b++) rows += all_states_rows(tgt->lens[b]);
+    if (rows > VALID_MAX_ROWS) return valid_batch_pieces(a, src, tgt, seed, err);
+  }
   enum intrus_status st =
-      a->ins ? ins_train_loss(a->m, a->ctx, a->scratch, src, tgt, a->ins,
-                              intrus_hash64(a->seed ^ 0x7a11dULL, (uint64_t)index), &out,
-                              err)
+      a->ins ? ins_train_loss(a->m, a->ctx, a->scratch, src, tgt, a->ins, seed, &out, err)
              : intrus_model_loss(a->m, a->ctx, src, tgt, &a->opts, &out, err);
   if (st) return st;
   a->sum += out.nll_sum;
