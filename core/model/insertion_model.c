@@ -212,6 +212,10 @@ static int weighted_index(struct intrus_rng *r, const int *k, int m, float bias)
 /* States trained on for a target of n tokens: all n + 1, or per_sentence of them (of
  * the n incomplete ones, plus the complete one, with finish_state). */
 static int states_of(const struct ins_train_spec *spec, int n) {
+  if (spec->all_states && spec->state_hi > 0) { /* the window's states that n has */
+    const int hi = spec->state_hi < n + 1 ? spec->state_hi : n + 1;
+    return hi > spec->state_lo ? hi - spec->state_lo : 0;
+  }
   if (spec->all_states || spec->per_sentence < 1) return n + 1;
   if (spec->finish_state) return (spec->per_sentence < n ? spec->per_sentence : n) + 1;
   return spec->per_sentence < n + 1 ? spec->per_sentence : n + 1;
@@ -267,10 +271,6 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
   const bool window = spec->all_states && spec->state_hi > 0;
   for (int b = 0; b < B; b++) {
     npick[b] = states_of(spec, tgt->lens[b]);
-    if (window) {
-      int hi = spec->state_hi < tgt->lens[b] + 1 ? spec->state_hi : tgt->lens[b] + 1;
-      npick[b] = hi > spec->state_lo ? hi - spec->state_lo : 0;
-    }
     total_picks += npick[b];
   }
   int *picks = intrus_ctx_alloc(ctx, (size_t)(total_picks ? total_picks : 1) * sizeof *picks);

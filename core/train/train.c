@@ -111,6 +111,21 @@ struct valid_acc {
   long tokens;
 };
 
+/* Sentences b0..b1 of a batch as a batch of their own (views, no copies). */
+static void batch_slice(const struct intrus_src_batch *sb, const struct intrus_tgt_batch *tb,
+                        int b0, int b1, struct intrus_src_batch *s, struct intrus_tgt_batch *t) {
+  *s = *sb;
+  *t = *tb;
+  s->batch = t->batch = b1 - b0;
+  s->lens = sb->lens + b0;
+  t->lens = tb->lens + b0;
+  if (sb->tokens) s->tokens = sb->tokens + (size_t)b0 * sb->len;
+  if (sb->pixels) s->pixels = sb->pixels + (size_t)b0 * sb->channels * sb->height * sb->width;
+  if (sb->heights) s->heights = sb->heights + b0;
+  if (sb->widths) s->widths = sb->widths + b0;
+  t->tokens = tb->tokens + (size_t)b0 * tb->len;
+}
+
 /* Decoder rows the all-states validation of an insertion model may score at once: a
  * target of n tokens has n + 1 states of k + 2 rows each, and the token logits take a
  * vocabulary-wide row per slot with a correct insertion. Batches of short targets stay
@@ -122,33 +137,19 @@ static long all_states_rows(long n) { return (n + 1) * (n + 4) / 2; }
 
 /* The insertion validation of a batch too large for VALID_MAX_ROWS: one sentence at a
  * time (as sentence first + b of the batch, so each keeps its order), its states in
- * windows of at most VALID_MAX_ROWS rows. The state losses are those of the whole
- * batch; ctx is reset between pieces, so the batch is copied out of it first. */
+ * windows of at most VALID_MAX_ROWS rows; the same state losses as the whole batch. The
+ * batch lives in validate's batch context, so ctx is reset between pieces. */
 static enum intrus_status valid_batch_pieces(struct valid_acc *a,
                                              const struct intrus_src_batch *src,
                                              const struct intrus_tgt_batch *tgt, uint64_t seed,
                                              struct intrus_error *err) {
-  const int B = tgt->batch;
-  const size_t ns = (size_t)src->batch * (size_t)src->len, nt = (size_t)B * (size_t)tgt->len;
-  int32_t *stok = malloc((ns ? ns : 1) * sizeof *stok);
-  int32_t *ttok = malloc((nt ? nt : 1) * sizeof *ttok);
-  int *slens = malloc((size_t)B * sizeof *slens), *tlens = malloc((size_t)B * sizeof *tlens);
-  enum intrus_status st = INTRUS_OK;
-  if (!stok || !ttok || !slens || !tlens) {
-    st = intrus_error_set(err, INTRUS_ERR_NOMEM, "validation: out of memory");
-    goto done;
-  }
-  memcpy(stok, src->tokens, ns * sizeof *stok);
-  memcpy(ttok, tgt->tokens, nt * sizeof *ttok);
-  memcpy(slens, src->lens, (size_t)B * sizeof *slens);
-  memcpy(tlens, tgt->lens, (size_t)B * sizeof *tlens);
   struct ins_train_spec spec = *a->ins;
-  for (int b = 0; b < B && !st; b++) {
-    struct intrus_src_batch s1 = {.batch = 1, .len = src->len,
-                                  .tokens = stok + (size_t)b * src->len, .lens = slens + b};
-    struct intrus_tgt_batch t1 = {.batch = 1, .len = tgt->len,
-                                  .tokens = ttok + (size_t)b * tgt->len, .lens = tlens + b};
-    const int n = tlens[b];
+  enum intrus_status st = INTRUS_OK;
+  for (int b = 0; b < tgt->batch && !st; b++) {
+    struct intrus_src_batch s1;
+    struct intrus_tgt_batch t1;
+    batch_slice(src, tgt, b, b + 1, &s1, &t1);
+    const int n = tgt->lens[b];
     for (int lo = 0; lo <= n && !st;) {
       int hi = lo;
       long rows = 0;
@@ -164,11 +165,6 @@ static enum intrus_status valid_batch_pieces(struct valid_acc *a,
       lo = hi;
     }
   }
-done:
-  free(stok);
-  free(ttok);
-  free(slens);
-  free(tlens);
   return st;
 }
 
@@ -179,11 +175,12 @@ static enum intrus_status valid_batch(const struct intrus_src_batch *src,
   struct valid_acc *a = user;
   struct intrus_loss_out out;
   const uint64_t seed = intrus_hash64(a->seed ^ 0x7a11dULL, (uint64_t)index);
-  if (a->ins && a->ins->all_states && src->tokens) {
+  if (a->ins && a->ins->all_states) {
     long rows = 0;
     for (int b = 0; b < tgt->batch; b++) rows += all_states_rows(tgt->lens[b]);
     if (rows > VALID_MAX_ROWS) return valid_batch_pieces(a, src, tgt, seed, err);
   }
+  intrus_ctx_reset(a->ctx);
   enum intrus_status st =
       a->ins ? ins_train_loss(a->m, a->ctx, a->scratch, src, tgt, a->ins, seed, &out, err)
              : intrus_model_loss(a->m, a->ctx, src, tgt, &a->opts, &out, err);
@@ -203,9 +200,12 @@ static enum intrus_status validate(struct intrus_model *m, intrus_ctx *ctx, intr
                         .seed = seed, .opts = {.direction = intrus_model_direction(m)}};
   intrus_ctx_set_training(ctx, false);
   intrus_ctx_set_grad(ctx, false);
+  /* The batches in a context of their own: the losses' ctx is reset under them. */
+  intrus_ctx *bctx = intrus_ctx_create(0);
   enum intrus_status st =
-      dataset_valid_batches(d, ctx, seed, t->batch, t->batch_tokens,
+      dataset_valid_batches(d, bctx, seed, t->batch, t->batch_tokens,
                             (struct dataset_share){dist_size(), dist_rank()}, valid_batch, &a, err);
+  intrus_ctx_destroy(bctx);
   intrus_ctx_set_grad(ctx, true);
   if ((st = dist_agree(st, err))) return st;
   double sums[2] = {a.sum, (double)a.tokens};
@@ -582,21 +582,6 @@ static enum intrus_status check_same_config(struct intrus_config *cfg, struct in
                             (unsigned long long)all[r], (unsigned long long)all[0]);
   free(all);
   return st;
-}
-
-/* Sentences b0..b1 of a batch as a batch of their own (views, no copies). */
-static void batch_slice(const struct intrus_src_batch *sb, const struct intrus_tgt_batch *tb,
-                        int b0, int b1, struct intrus_src_batch *s, struct intrus_tgt_batch *t) {
-  *s = *sb;
-  *t = *tb;
-  s->batch = t->batch = b1 - b0;
-  s->lens = sb->lens + b0;
-  t->lens = tb->lens + b0;
-  if (sb->tokens) s->tokens = sb->tokens + (size_t)b0 * sb->len;
-  if (sb->pixels) s->pixels = sb->pixels + (size_t)b0 * sb->channels * sb->height * sb->width;
-  if (sb->heights) s->heights = sb->heights + b0;
-  if (sb->widths) s->widths = sb->widths + b0;
-  t->tokens = tb->tokens + (size_t)b0 * tb->len;
 }
 
 /* What the step's loss is a mean over, for sentences b0..b1: states (insertion) or
