@@ -6,8 +6,10 @@
 # uninterrupted run ends; a rank that fails (its data bad) stops every rank with that
 # rank's message, and ranks given different experiments are refused, both without
 # hanging; `intrus run` and `intrus table` under mpirun decode and score on rank 0;
-# commands that are not data-parallel refuse mpirun. Skipped (exit 77) unless intrus was
-# built with ./configure --with-mpi.
+# commands that are not data-parallel refuse mpirun. Every rank reads the command line
+# with the command's own parser: options after the experiment file (the README's
+# order) or before it; a usage error is reported once and every rank exits with
+# status 2. Skipped (exit 77) unless intrus was built with ./configure --with-mpi.
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
@@ -49,9 +51,10 @@ same_losses() {
     END { print n " steps compared"; exit (bad > 0 || n == 0) }'
 }
 
+# The options after the file here (the README's order), before it below.
 for x in l2r intrus; do
   "$intrus" train -q -o one-$x $x.cfg > /dev/null 2>&1
-  mpi "$intrus" train -q -o two-$x $x.cfg > two-$x.out 2>&1
+  mpi "$intrus" train $x.cfg -q -o two-$x > two-$x.out 2>&1
   expect "$x: 2 ranks train 50 steps" grep -q "50 steps" two-$x.out
   expect "$x: 2 ranks give the losses of one process, step for step" \
     same_losses one-$x/train.log two-$x/train.log
@@ -64,7 +67,7 @@ for x in l2r intrus; do
   expect "$x: a checkpoint of 2 ranks resumes on 1 and ends as the uninterrupted run" \
     same_losses one-$x/train.log two-one-$x/train.log
   "$intrus" train -q -n 30 -o one-two-$x $x.cfg > /dev/null 2>&1
-  mpi "$intrus" train -q -o one-two-$x $x.cfg > one-two-$x.out 2>&1
+  mpi "$intrus" train -q $x.cfg -o one-two-$x > one-two-$x.out 2>&1
   expect "$x: a checkpoint of 1 rank resumes on 2" grep -q "resumed from 30" one-two-$x.out
   expect "$x: ... and ends as the uninterrupted run" \
     same_losses one-$x/train.log one-two-$x/train.log
@@ -101,6 +104,10 @@ expect "run: 2 ranks train, rank 0 decodes and scores the test set" \
 expect "run: the same losses as one process" same_losses mt-one/train.log mt-two/train.log
 expect "run: the same test output" cmp -s mt-one/test.hyp mt-two/test.hyp
 expect "run: the result printed once" test "$(grep -c '^results:' mt-two.out)" -eq 1
+(cd a && mpi "$intrus" run mt.cfg -q -o "$tmp/mt-two-after" > "$tmp/mt-two-after.out" 2>&1)
+expect "run, options after the file: the same losses as one process" \
+  same_losses mt-one/train.log mt-two-after/train.log
+expect "... and the same test output" cmp -s mt-one/test.hyp mt-two-after/test.hyp
 
 cat > a/table.cfg <<'EOF'
 title = "mpi table";
@@ -113,6 +120,26 @@ expect "table: 2 ranks run the table's cell and rank 0 writes the table" \
   test -f table-out/table.md
 cell_log=$(find table-runs -name train.log | head -1)
 expect "table: the cell's losses are those of one process" same_losses mt-one/train.log "$cell_log"
+(cd a && mpi "$intrus" table table.cfg -q -r "$tmp/table-runs-after" -O "$tmp/table-out-after" \
+  > "$tmp/table-after.out" 2>&1)
+cell_log=$(find table-runs-after -name train.log | head -1)
+expect "table, options after the file: the cell's losses are those of one process" \
+  same_losses mt-one/train.log "$cell_log"
+expect "... and rank 0 writes the table" test -f table-out-after/table.md
+
+# A usage error (no experiment file; an option without its value): said once, by rank 0,
+# and every rank exits with status 2. Each rank writes its own exit status.
+for args in "train -q" "run -q -o" "table -q"; do
+  rm -f rc.0 rc.1
+  # shellcheck disable=SC2086
+  timeout 60 "$mpirun" -np 2 sh -c '"$0" "$@"; rc=$?; echo $rc > rc.$OMPI_COMM_WORLD_RANK; exit $rc' \
+    "$intrus" $args > usage.out 2>&1
+  rc=$?
+  expect "intrus $args under mpirun: exit 2, not a hang (got $rc)" test $rc -eq 2
+  expect "... on both ranks (got $(cat rc.0 rc.1 2>/dev/null | tr '\n' ' '))" \
+    test "$(cat rc.0 rc.1 2>/dev/null | tr '\n' ' ')" = "2 2 "
+  expect "... the usage said once" test "$(grep -c '^Usage:' usage.out)" -eq 1
+done
 
 # Rank 1's copy of the data is bad (a line missing from its training targets).
 sed -i '$d' b/data/train.de
@@ -131,6 +158,14 @@ rc=$?
 expect "ranks with different experiments are refused (exit 3: got $rc)" test $rc -eq 3
 expect "... saying which rank's differs" grep -q "rank 1's experiment" diff.out
 cat diff.out | head -3
+
+# Only rank 1's command line is bad (no experiment file): the job stops with its message.
+timeout 120 "$mpirun" -x OMP_NUM_THREADS=1 -np 1 -wdir "$tmp/a" "$intrus" train mt.cfg -q \
+  -o "$tmp/mt-usage" : -np 1 -wdir "$tmp/a" "$intrus" train -q -o "$tmp/mt-usage" > usage1.out 2>&1
+rc=$?
+expect "a rank whose command line is bad stops the job (exit 2: got $rc)" test $rc -eq 2
+expect "... with that rank's message" grep -q "rank 1: its command line" usage1.out
+cat usage1.out | head -3
 
 mpi "$intrus" eval bleu --help > eval.out 2>&1
 rc=$?

@@ -97,6 +97,12 @@ bool cli_dist_data_parallel(const char *cmd);
 void cli_dist_lead(void);
 int cli_dist_follow(const char *cmd, int argc, char **argv);
 void cli_dist_quit(int exit_code);
+/* The file a follower's command line names (train and run: the experiment; table: the
+ * table), found by the parser rank 0's command runs, without a message: INTRUS_EXIT_OK,
+ * or INTRUS_EXIT_USAGE with *file NULL for a command line the command refuses (or
+ * --help). argv[0] is the command. */
+int cli_train_file(const char *cmd, int argc, char **argv, const char **file);
+int cli_table_file(int argc, char **argv, const char **file);
 
 int intrus_cmd_plugins(int argc, char **argv);
 int intrus_cmd_train(int argc, char **argv);

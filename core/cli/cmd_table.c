@@ -48,22 +48,25 @@ static const char table_usage[] =
 
 struct table_args {
   const char *table, *out, *runs, *plugin_path;
-  bool dry_run, no_train, quiet;
+  bool dry_run, no_train, quiet, help;
   int nrows, ncols; /* --row, --column */
   const char *rows[TABLE_MAX_ROWS], *cols[TABLE_MAX_COLUMNS];
 };
 
 /* One more --row / --column (optarg); -1 past what a table can have. */
-static int name_add(const char **names, int *n, int max, const char *what) {
+static int name_add(const char **names, int *n, int max, const char *what, bool report) {
   if (*n == max) {
-    fprintf(stderr, "intrus table: more than %d --%s\n", max, what);
+    if (report) fprintf(stderr, "intrus table: more than %d --%s\n", max, what);
     return -1;
   }
   names[(*n)++] = optarg;
   return 0;
 }
 
-static int parse_args(int argc, char **argv, struct table_args *a) {
+/* The one parser of table's command line, on rank 0 (report: it prints what is wrong)
+ * and on the other ranks of a data-parallel job (cli_table_file: silent, as rank 0
+ * reports). */
+static int parse_args(int argc, char **argv, bool report, struct table_args *a) {
   static const struct option longopts[] = {
       {"dry-run", no_argument, NULL, 'n'},         {"out", required_argument, NULL, 'O'},
       {"runs", required_argument, NULL, 'r'},      {"plugin-path", required_argument, NULL, 'p'},
@@ -83,22 +86,34 @@ static int parse_args(int argc, char **argv, struct table_args *a) {
     case 'r': a->runs = optarg; break;
     case 'p': a->plugin_path = optarg; break;
     case 'R':
-      if (name_add(a->rows, &a->nrows, TABLE_MAX_ROWS, "row")) return INTRUS_EXIT_USAGE;
+      if (name_add(a->rows, &a->nrows, TABLE_MAX_ROWS, "row", report)) return INTRUS_EXIT_USAGE;
       break;
     case 'C':
-      if (name_add(a->cols, &a->ncols, TABLE_MAX_COLUMNS, "column")) return INTRUS_EXIT_USAGE;
+      if (name_add(a->cols, &a->ncols, TABLE_MAX_COLUMNS, "column", report))
+        return INTRUS_EXIT_USAGE;
       break;
     case 'q': a->quiet = true; break;
-    case 'h': fputs(table_usage, stdout); exit(INTRUS_EXIT_OK);
-    default: fputs(table_usage, stderr); return INTRUS_EXIT_USAGE;
+    case 'h': a->help = true; return INTRUS_EXIT_OK;
+    default:
+      if (report) fputs(table_usage, stderr);
+      return INTRUS_EXIT_USAGE;
     }
   }
   if (optind != argc - 1) {
-    fprintf(stderr, "intrus table: expected one table file\n%s", table_usage);
+    if (report) fprintf(stderr, "intrus table: expected one table file\n%s", table_usage);
     return INTRUS_EXIT_USAGE;
   }
   a->table = argv[optind];
   return INTRUS_EXIT_OK;
+}
+
+int cli_table_file(int argc, char **argv, const char **file) {
+  struct table_args a;
+  opterr = 0; /* getopt's own messages too: rank 0 prints them */
+  int rc = parse_args(argc, argv, false, &a);
+  opterr = 1;
+  *file = rc || a.help ? NULL : a.table;
+  return *file ? INTRUS_EXIT_OK : INTRUS_EXIT_USAGE;
 }
 
 /* ---- progress with a prefix ------------------------------------------------------ */
@@ -188,8 +203,12 @@ static enum intrus_status run_cell(const struct table_args *a, struct table_stat
 
 int intrus_cmd_table(int argc, char **argv) {
   struct table_args a;
-  int rc = parse_args(argc, argv, &a);
+  int rc = parse_args(argc, argv, true, &a);
   if (rc) return rc;
+  if (a.help) {
+    fputs(table_usage, stdout);
+    return INTRUS_EXIT_OK;
+  }
   struct intrus_error err = {0};
   struct table_spec *t;
   if (table_spec_load(a.table, &t, &err)) return intrus_cli_fail("table", &err);

@@ -38,10 +38,14 @@ static const char run_what[] =
 struct train_args {
   const char *experiment, *run_dir, *plugin_path;
   long max_steps;
-  bool quiet;
+  bool quiet, help;
 };
 
-static int parse_train_args(const char *cmd, int argc, char **argv, struct train_args *a) {
+/* The one parser of train's and run's command line, on rank 0 (report: it prints what
+ * is wrong) and on the other ranks of a data-parallel job (cli_train_file: silent, as
+ * rank 0 reports), so that every rank reads options and file in any order alike. */
+static int parse_train_args(const char *cmd, int argc, char **argv, bool report,
+                            struct train_args *a) {
   static const struct option longopts[] = {
       {"run-dir", required_argument, NULL, 'o'},   {"plugin-path", required_argument, NULL, 'p'},
       {"max-steps", required_argument, NULL, 'n'}, {"quiet", no_argument, NULL, 'q'},
@@ -60,35 +64,55 @@ static int parse_train_args(const char *cmd, int argc, char **argv, struct train
       errno = 0;
       a->max_steps = strtol(optarg, &end, 10);
       if (errno == ERANGE && a->max_steps > 0) {
-        fprintf(stderr, "intrus %s: --max-steps %s is too large (at most %ld)\n", cmd, optarg,
-                LONG_MAX);
+        if (report)
+          fprintf(stderr, "intrus %s: --max-steps %s is too large (at most %ld)\n", cmd, optarg,
+                  LONG_MAX);
         return INTRUS_EXIT_USAGE;
       }
       if (errno || *end || end == optarg || a->max_steps <= 0) {
-        fprintf(stderr, "intrus %s: --max-steps wants a positive integer, got '%s'\n", cmd,
-                optarg);
+        if (report)
+          fprintf(stderr, "intrus %s: --max-steps wants a positive integer, got '%s'\n", cmd,
+                  optarg);
         return INTRUS_EXIT_USAGE;
       }
       break;
     }
     case 'q': a->quiet = true; break;
-    case 'h': printf(train_usage, cmd, what, extra); exit(INTRUS_EXIT_OK);
-    default: fprintf(stderr, train_usage, cmd, what, extra); return INTRUS_EXIT_USAGE;
+    case 'h': a->help = true; return INTRUS_EXIT_OK;
+    default:
+      if (report) fprintf(stderr, train_usage, cmd, what, extra);
+      return INTRUS_EXIT_USAGE;
     }
   }
   if (optind != argc - 1) {
-    fprintf(stderr, "intrus %s: expected one experiment file\n", cmd);
-    fprintf(stderr, train_usage, cmd, what, extra);
+    if (report) {
+      fprintf(stderr, "intrus %s: expected one experiment file\n", cmd);
+      fprintf(stderr, train_usage, cmd, what, extra);
+    }
     return INTRUS_EXIT_USAGE;
   }
   a->experiment = argv[optind];
   return INTRUS_EXIT_OK;
 }
 
+int cli_train_file(const char *cmd, int argc, char **argv, const char **file) {
+  struct train_args a;
+  opterr = 0; /* getopt's own messages too: rank 0 prints them */
+  int rc = parse_train_args(cmd, argc, argv, false, &a);
+  opterr = 1;
+  *file = rc || a.help ? NULL : a.experiment;
+  return *file ? INTRUS_EXIT_OK : INTRUS_EXIT_USAGE;
+}
+
 static int train_or_run(const char *cmd, int argc, char **argv) {
   struct train_args a;
-  int rc = parse_train_args(cmd, argc, argv, &a);
+  int rc = parse_train_args(cmd, argc, argv, true, &a);
   if (rc) return rc;
+  const bool run = strcmp(cmd, "run") == 0;
+  if (a.help) {
+    printf(train_usage, cmd, run ? run_what : train_what, run ? ", results.json" : "");
+    return INTRUS_EXIT_OK;
+  }
   struct intrus_error err = {0};
   struct intrus_config *cfg = intrus_config_load_file(a.experiment, &err);
   if (!cfg) return intrus_cli_fail(cmd, &err);
@@ -98,7 +122,6 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
     intrus_config_free(cfg);
     return intrus_cli_fail(cmd, &err);
   }
-  const bool run = strcmp(cmd, "run") == 0;
   FILE *progress = a.quiet ? NULL : stderr;
   struct cli_run_result r;
   memset(&r, 0, sizeof r);
