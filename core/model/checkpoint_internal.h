@@ -67,6 +67,7 @@ struct ckpt_record {
 struct intrus_ckpt {
   char *path;          /* for the messages of intrus_ckpt_get_params */
   uint64_t fingerprint;
+  uint64_t checksum;   /* the file's trailing FNV-1a, verified */
   size_t count;
   struct ckpt_record *recs;
   char **names;        /* into name_block */

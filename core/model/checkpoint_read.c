@@ -338,6 +338,7 @@ static enum intrus_status parse_checkpoint(const char *path, const unsigned char
   if (c) {
     c->count = count;
     c->fingerprint = fingerprint;
+    c->checksum = get_le64(buf + size - CKPT_SUM_LEN);
     c->path = strdup(path);
     c->recs = calloc(count ? count : 1, sizeof *c->recs);
     c->names = calloc(count ? count : 1, sizeof *c->names);
@@ -469,6 +470,30 @@ enum intrus_status intrus_ckpt_read(const char *path, bool check_fingerprint,
 }
 
 uint64_t intrus_ckpt_fingerprint(const struct intrus_ckpt *c) { return c->fingerprint; }
+
+uint64_t intrus_ckpt_checksum(const struct intrus_ckpt *c) { return c->checksum; }
+
+/* The trailer alone: comparing a file with a checksum recorded earlier must not cost a
+ * read of a model's whole checkpoint. The magic is checked so that another kind of
+ * file is not taken for a changed checkpoint. */
+enum intrus_status intrus_ckpt_file_checksum(const char *path, uint64_t *sum,
+                                             struct intrus_error *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+  unsigned char magic[CKPT_MAGIC_LEN], tail[CKPT_SUM_LEN];
+  enum intrus_status st = INTRUS_OK;
+  if (fread(magic, 1, sizeof magic, f) != sizeof magic ||
+      memcmp(magic, CKPT_MAGIC, CKPT_MAGIC_LEN) != 0)
+    st = intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: not an intrus checkpoint (bad magic)",
+                          path);
+  else if (fseek(f, -(long)CKPT_SUM_LEN, SEEK_END) != 0 ||
+           ftell(f) < (long)CKPT_HEADER_LEN || fread(tail, 1, sizeof tail, f) != sizeof tail)
+    st = intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: truncated (no checksum)", path);
+  fclose(f);
+  if (!st) *sum = get_le64(tail);
+  return st;
+}
 
 const struct ckpt_record *ckpt_find_record(const struct intrus_ckpt *c, const char *name) {
   size_t i = ckpt_name_index_find(&c->index, c->names, name);

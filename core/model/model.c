@@ -2,6 +2,7 @@
 #include <stdlib.h>
 
 #include "intrus/model.h"
+#include "warm_start.h"
 
 struct intrus_model {
   struct intrus_plugin *enc_plugin, *dec_plugin;
@@ -90,7 +91,12 @@ enum intrus_status intrus_model_create(const intrus_cfg *cfg,
   if (intrus_cfg_has(cfg, "canonical") &&
       (st = intrus_cfg_bool(cfg, "canonical", false, &m->canonical, err)))
     goto fail;
-  if ((st = intrus_cfg_check_unknown(cfg, err))) goto fail;
+  /* model.init (a warm start) is the trainer's to apply; read here as well, so that
+   * every command that builds the model reads the group strictly. */
+  struct warm_source ws;
+  if ((st = intrus_warm_source_read(cfg, NULL, &ws, err)) ||
+      (st = intrus_cfg_check_unknown(cfg, err)))
+    goto fail;
   struct intrus_model_init init = {.cfg = eg, .params = m->params, .prefix = "encoder.",
                                    .d_model = m->d_model, .src_vocab = src_vocab,
                                    .tgt_vocab = tgt_vocab};

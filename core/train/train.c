@@ -19,6 +19,7 @@
 #include "intrus/optim.h"
 #include "intrus/rng.h"
 #include "intrus/train.h"
+#include "model/warm_start.h"
 #include "text/dataset.h"
 #include "eval/score.h"
 #include "train_phases.h"
@@ -284,11 +285,12 @@ static enum intrus_status put_phase_state(struct intrus_ckpt_writer *w,
   return INTRUS_OK;
 }
 
+/* init_source: the warm start's source content (model.init), NULL without one. */
 static enum intrus_status save_checkpoint(const char *path, uint64_t fp,
                                           struct intrus_model *m, long step, double last_loss,
                                           double best, uint64_t vocab_fp,
                                           const struct phase_state *ps, double train_s,
-                                          struct intrus_error *err) {
+                                          const uint64_t *init_source, struct intrus_error *err) {
   uint64_t loss_bits, best_bits;
   memcpy(&loss_bits, &last_loss, sizeof loss_bits);
   memcpy(&best_bits, &best, sizeof best_bits);
@@ -301,7 +303,8 @@ static enum intrus_status save_checkpoint(const char *path, uint64_t fp,
       (st = intrus_ckpt_put_u64(w, "vocab", vocab_fp, err)) ||
       (st = intrus_ckpt_put_u64(w, "best", best_bits, err)) ||
       (st = intrus_ckpt_put_u64(w, "train_ms", (uint64_t)llround(fmax(train_s, 0.0) * 1e3), err)) ||
-      (st = put_phase_state(w, ps, err))) {
+      (st = put_phase_state(w, ps, err)) ||
+      (init_source && (st = intrus_ckpt_put_u64(w, "init_source", *init_source, err)))) {
     intrus_ckpt_abort(w);
     return st;
   }
@@ -365,6 +368,9 @@ struct trainer {
   FILE *log;
   int lock_fd;                   /* holds the run directory's lock; -1 before */
   uint64_t fp;                   /* config fingerprint every checkpoint carries */
+  struct warm_source warm;       /* model.init */
+  bool has_init_source;          /* warm-started: the source's content, in every checkpoint */
+  uint64_t init_source;
   char ckpt_path[4096], best_path[4096];
   long step, stop;
   double best;                   /* best validation score: BLEU when measured, else -loss */
@@ -407,6 +413,7 @@ static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config 
                             t->opt->progress, err)) ||
       (st = intrus_model_create(model_cfg, t->opt->search, t->data.src_vocab_size,
                                 t->data.tgt_vocab_size, (uint64_t)t->seed, &t->model, err)) ||
+      (st = intrus_warm_source_read(model_cfg, intrus_config_filename(cfg), &t->warm, err)) ||
       (st = translator_read_search(root, &t->search, err)))
     return st;
   if (intrus_model_is_insertion(t->model) != t->tc.has_phases)
@@ -469,6 +476,8 @@ static enum intrus_status trainer_resume(struct trainer *t, struct intrus_error 
                             path, t->opt->run_dir, (unsigned long long)rs.vocab,
                             (unsigned long long)t->data.vocab_fingerprint);
   t->res->last_loss = rs.last_loss;
+  t->has_init_source = rs.has_init_source;
+  t->init_source = rs.init_source;
   t->best = rs.best;
   t->step = (long)rs.step;
   /* Checkpoints from before the record: the time before the resume is unknown. */
@@ -493,6 +502,21 @@ static enum intrus_status trainer_resume(struct trainer *t, struct intrus_error 
   return INTRUS_OK;
 }
 
+/* model.init: a fresh run starts from the source's matching parameters (warm_start.c);
+ * a resumed run keeps its own and only checks that the source is the one it began from.
+ * The source's content goes into every checkpoint of the run. */
+static enum intrus_status trainer_warm_start(struct trainer *t, struct intrus_error *err) {
+  if (!t->warm.given) return INTRUS_OK;
+  if (t->step)
+    return intrus_warm_source_recheck(&t->warm, t->has_init_source, t->init_source,
+                                      t->ckpt_path, t->opt->progress, err);
+  char vocab[4200] = "data.vocab";
+  if (t->data.kind != DATA_SYNTHETIC)
+    snprintf(vocab, sizeof vocab, "%s/vocab*.txt", t->opt->run_dir);
+  t->has_init_source = true;
+  return intrus_warm_start(t->model, &t->warm, t->data.vocab_fingerprint, vocab,
+                           t->opt->run_dir, t->opt->progress, &t->init_source, err);
+}
 
 /* Once a resume is accepted (a refused one leaves the run as it was): writes the
  * effective config, opens train.log (appending on a resume) and works out the last step
@@ -830,10 +854,12 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
   st = INTRUS_OK;
   if (lead && new_best)
     st = save_checkpoint(t->best_path, t->fp, t->model, step, t->res->last_loss, t->best,
-                         t->data.vocab_fingerprint, &t->ps, train_s, err);
+                         t->data.vocab_fingerprint, &t->ps, train_s,
+                         t->has_init_source ? &t->init_source : NULL, err);
   if (lead && !st && (step % tc->checkpoint_every == 0 || step == t->stop))
     st = save_checkpoint(t->ckpt_path, t->fp, t->model, step, t->res->last_loss, t->best,
-                         t->data.vocab_fingerprint, &t->ps, train_s, err);
+                         t->data.vocab_fingerprint, &t->ps, train_s,
+                         t->has_init_source ? &t->init_source : NULL, err);
   return dist_agree(st, err);
 }
 
@@ -879,6 +905,7 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
   st = lead ? INTRUS_OK : trainer_setup(&t, cfg, err);
   if ((st = dist_agree(st, err)) || (st = check_same_config(cfg, err))) goto done;
   st = lead ? trainer_resume(&t, err) : INTRUS_OK;
+  if (!st && lead) st = trainer_warm_start(&t, err);
   if ((st = dist_agree(st, err))) goto done;
   trainer_share(&t);
   st = trainer_start(&t, cfg, err);

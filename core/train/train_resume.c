@@ -27,6 +27,7 @@ enum intrus_status resume_state_read(const struct intrus_ckpt *ck, const char *p
   rs->last_loss = as_double(loss_bits);
   rs->best = as_double(best_bits);
   rs->has_train_ms = intrus_ckpt_u64(ck, "train_ms", &rs->train_ms);
+  rs->has_init_source = intrus_ckpt_u64(ck, "init_source", &rs->init_source);
   rs->has_phase = intrus_ckpt_u64(ck, "phase", &v[0]) &&
                   intrus_ckpt_u64(ck, "phase_start", &v[1]) &&
                   intrus_ckpt_u64(ck, "sched_start", &v[2]) &&

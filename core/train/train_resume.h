@@ -17,6 +17,8 @@ struct resume_state {
   bool has_phase;              /* the five phase records, all or none */
   uint64_t phase, phase_start, sched_start, phase_stale;
   double phase_best;
+  bool has_init_source;        /* warm-started runs: the source's content (model.init) */
+  uint64_t init_source;
 };
 
 /* The bounds of the run the checkpoint is resumed into: total_steps (train.steps, or

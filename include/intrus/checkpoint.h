@@ -46,6 +46,14 @@ enum intrus_status intrus_ckpt_read(const char *path, bool check_fingerprint,
                                     struct intrus_error *err);
 void intrus_ckpt_free(struct intrus_ckpt *c);
 uint64_t intrus_ckpt_fingerprint(const struct intrus_ckpt *c);
+/* The file's trailing checksum (FNV-1a of every byte before it), verified by the read:
+ * a fingerprint of the whole content, which any change to the file changes. */
+uint64_t intrus_ckpt_checksum(const struct intrus_ckpt *c);
+/* The same checksum read from the end of the file at path without reading the rest
+ * (nor verifying it): INTRUS_ERR_IO when it cannot be opened, INTRUS_ERR_FORMAT for a
+ * file that is not a checkpoint or too short to be one. */
+enum intrus_status intrus_ckpt_file_checksum(const char *path, uint64_t *sum,
+                                             struct intrus_error *err);
 
 /* Lookups: NULL / false when absent. */
 const float *intrus_ckpt_tensor(const struct intrus_ckpt *c, const char *name, int *ndim,
