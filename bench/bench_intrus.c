@@ -94,7 +94,7 @@ static struct measured train_steps(struct intrus_model *m, const struct ins_trai
     double f0 = intrus_blas_flops(), o0 = ins_train_order_seconds(), t0 = now_s();
     intrus_params_zero_grad(p);
     const int per = piece > 0 ? piece : sb->batch;
-    const long total = order ? ins_train_states(order, tb->lens, tb->batch) : 0;
+    const long total = order ? ins_train_units(order, tb->lens, tb->batch) : 0;
     struct intrus_loss_out out;
     long step_tokens = 0;
     for (int b0 = 0; b0 < sb->batch; b0 += per) {
@@ -117,7 +117,7 @@ static struct measured train_steps(struct intrus_model *m, const struct ins_trai
       if (st) die("training step", &err);
       intrus_tensor *l = out.loss;
       if (order && n < sb->batch)
-        l = intrus_scale(ctx, l, (float)((double)ins_train_states(order, t1.lens, n) / total));
+        l = intrus_scale(ctx, l, (float)((double)ins_train_units(order, t1.lens, n) / total));
       intrus_backward(ctx, l);
       step_tokens += out.tokens;
     }

@@ -74,6 +74,14 @@ static intrus_tensor *build_mean(intrus_ctx *ctx, intrus_tensor **in, void *user
   return intrus_mean(ctx, in[0]);
 }
 
+/* Weights of every size, zero and fractional ones included (as weight = "length" gives a
+ * state of a 6-token target drawn 4 times 7/4), over a denominator that is not their sum. */
+static intrus_tensor *build_weighted_mean(intrus_ctx *ctx, intrus_tensor **in, void *user) {
+  double w[24];
+  for (int i = 0; i < 24; i++) w[i] = i % 5 == 0 ? 0.0 : 0.25 * (double)(1 + (i * 7) % 11);
+  return intrus_weighted_mean(ctx, in[0], w, 13.5);
+}
+
 /* ---- helpers -------------------------------------------------------------------- */
 
 static struct gc_input input(int ndim, int d0, int d1, int d2, int d3) {
@@ -204,6 +212,8 @@ int gradcheck_suite_a(void) {
                    input(2, 6, 4, 0, 0), input(2, 2, 4, 0, 0), NULL));
   RUN(check_unary("sum", INTRUS_OP_SUM, build_sum, input(3, 2, 3, 4, 0), false));
   RUN(check_unary("mean", INTRUS_OP_MEAN, build_mean, input(3, 2, 3, 4, 0), false));
+  RUN(check_unary("weighted mean", INTRUS_OP_WEIGHTED_MEAN, build_weighted_mean,
+                  input(3, 2, 3, 4, 0), false));
 #undef RUN
   return failed;
 }

@@ -43,6 +43,13 @@ static intrus_tensor *build_ins(intrus_ctx *ctx, intrus_tensor **in, void *user)
   return intrus_insertion_loss(ctx, in[0], a->with_tok ? in[1] : NULL, a->tg, a->kind, a->smoothing);
 }
 
+/* The training loss under weight = "length": the states' losses weighted and divided by
+ * the batch's trajectory lengths (ins_train_loss_at), the gradient through both ops. */
+static intrus_tensor *build_ins_weighted(intrus_ctx *ctx, intrus_tensor **in, void *user) {
+  static const double w[4] = {3.0, 1.5, 1.0, 2.0};
+  return intrus_weighted_mean(ctx, build_ins(ctx, in, user), w, 7.0);
+}
+
 /* These agree with central differences to ~1e-5 (see suite b for the choice). */
 #define TOL 1e-3f
 
@@ -81,6 +88,14 @@ int gradcheck_suite_insertion(void) {
   up.name = "ins_loss uniform pos only";
   up.in[1].grad = false;
   failed += !gradcheck_run(&up);
+
+  struct gc_spec mw = m, uw = u;
+  mw.name = "ins_loss main, length-weighted mean";
+  mw.build = build_ins_weighted;
+  failed += !gradcheck_run(&mw);
+  uw.name = "ins_loss uniform, length-weighted mean";
+  uw.build = build_ins_weighted;
+  failed += !gradcheck_run(&uw);
 
   struct gc_spec d = {.name = "ins_loss main complete", .op = INTRUS_OP_INSERTION_LOSS,
                       .tol = TOL, .build = build_ins, .user = &main_done, .ninputs = 1,

@@ -15,7 +15,7 @@ static const char *op_names[INTRUS_OP_COUNT] = {
     "relu",         "gelu",         "elu",         "dropout",       "embedding",
     "layer_norm",   "softmax",      "log_softmax", "cross_entropy", "logsumexp_masked",
     "sum",          "mean",         "reshape",     "permute",       "concat",
-    "conv2d",       "maxpool2d",    "attention",   "insertion_loss"};
+    "conv2d",       "maxpool2d",    "attention",   "insertion_loss", "weighted_mean"};
 
 int main(void) {
   int failed = gradcheck_suite_a() + gradcheck_suite_b() + gradcheck_suite_attention() +

@@ -1,9 +1,10 @@
 /* train.micro_batch_tokens: a step's batch in pieces, each piece's loss weighted by its
- * share of the batch's states (INTRUS) or tokens (baseline) and backpropagated before
- * the next. Checked two ways:
+ * share of the batch's states (INTRUS; under weight = "length" its trajectories' states)
+ * or tokens (baseline) and backpropagated before the next. Checked two ways:
  *  - directly: the parameter gradients of the pieces, summed, against those of the
  *    whole batch (INTRUS with the uniform, l2r and sampled policies on every state and
- *    on `some` states; the autoregressive decoder), to float summation order;
+ *    on `some` states, and length-weighted on one and on `some`; the autoregressive
+ *    decoder), to float summation order;
  *  - end to end: training with micro-batches logs the unsplit run's losses (the first
  *    step to float rounding, later ones within a small tolerance: Adam's first steps
  *    amplify rounding in parameters whose gradient is near zero). */
@@ -73,7 +74,7 @@ static void gradient(struct intrus_model *m, const struct ins_train_spec *spec,
   static const int whole[2] = {0, B};
   if (!cuts) cuts = whole;
   long total = 0;
-  if (spec) total = ins_train_states(spec, lens, B);
+  if (spec) total = ins_train_units(spec, lens, B);
   else
     for (int b = 0; b < B; b++) total += lens[b] + 1;
   intrus_params_zero_grad(p);
@@ -93,7 +94,7 @@ static void gradient(struct intrus_model *m, const struct ins_train_spec *spec,
     EXPECT(st == INTRUS_OK, "loss of sentences %d..%d: %s", b0, b1, err.msg);
     if (st) break;
     long units = 0;
-    if (spec) units = ins_train_states(spec, lens + b0, b1 - b0);
+    if (spec) units = ins_train_units(spec, lens + b0, b1 - b0);
     else
       for (int b = b0; b < b1; b++) units += lens[b] + 1;
     intrus_backward(ctx, intrus_scale(ctx, out.loss, (float)((double)units / total)));
@@ -132,7 +133,11 @@ static void test_gradients(const char *ins_cfg, const char *ar_cfg) {
       {"uniform, some states", "{ order = { plugin = \"uniform\"; }; states = \"some\"; "
                                "per_sentence = 2; steps = 1; }"},
       {"l2r, one state", "{ order = { plugin = \"l2r\"; }; states = \"one\"; steps = 1; }"},
-      {"sampled, all states", "{ order = { plugin = \"sampled\"; }; steps = 1; }"}};
+      {"sampled, all states", "{ order = { plugin = \"sampled\"; }; steps = 1; }"},
+      {"uniform, one, length", "{ order = { plugin = \"uniform\"; }; loss = \"uniform\"; "
+                               "states = \"one\"; weight = \"length\"; steps = 1; }"},
+      {"sampled, some, length", "{ order = { plugin = \"sampled\"; }; states = \"some\"; "
+                                "per_sentence = 2; weight = \"length\"; steps = 1; }"}};
   for (size_t i = 0; m && i < sizeof phases / sizeof *phases; i++) {
     struct train_phases ph = {0};
     if (phase_of(ins_cfg, phases[i][1], s, &ph)) {

@@ -227,6 +227,31 @@ long ins_train_states(const struct ins_train_spec *spec, const int *lens, int co
   return states;
 }
 
+/* A sentence's share of the loss's denominator: its states trained on, or with
+ * length_weight its trajectory's n + 1 (a validation window's states are all of them). */
+static long units_of(const struct ins_train_spec *spec, int n) {
+  const bool window = spec->all_states && spec->state_hi > 0;
+  return spec->length_weight && !window ? n + 1 : states_of(spec, n);
+}
+
+long ins_train_units(const struct ins_train_spec *spec, const int *lens, int count) {
+  long units = 0;
+  for (int b = 0; b < count; b++) units += units_of(spec, lens[b]);
+  return units;
+}
+
+/* weight = "length": the weight of state k among the npick states trained on of a
+ * target of n tokens: 1 / (its probability of being drawn) under uniform draws, so that
+ * the sentence's weighted losses are an unbiased estimate of the sum over all its n + 1
+ * states, and add up to n + 1 themselves. Every state (all_states, or per_sentence at
+ * least the candidates): 1. */
+static double length_weight(const struct ins_train_spec *spec, int n, int npick, int k) {
+  if (spec->all_states) return 1.0;
+  if (spec->finish_state) /* npick - 1 drawn among the n incomplete; the complete one kept */
+    return k == n ? 1.0 : (double)n / (double)(npick - 1);
+  return (double)(n + 1) / (double)npick;
+}
+
 /* loss = "chosen": of a state's c correct pairs keeps the order's own insertion
  * (moved left past copies of its token when canonical, as intrus_ins_canonical would
  * keep it) as the only pair; 1, or -1 when it is none of them. */
@@ -280,6 +305,15 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
     pick0[b] = at;
     if (window) {
       for (int j = 0; j < npick[b]; j++) pk[j] = spec->state_lo + j;
+    } else if (spec->given && !spec->all_states) {
+      const size_t stride = (size_t)spec->per_sentence + (spec->finish_state ? 1 : 0);
+      for (int j = 0; j < npick[b]; j++) {
+        pk[j] = spec->given[(size_t)b * stride + (size_t)j];
+        INTRUS_CHECK(pk[j] >= 0 && pk[j] <= n && (j == 0 || pk[j] > pk[j - 1]) &&
+                         (!spec->finish_state || (j == npick[b] - 1) == (pk[j] == n)),
+                     "given states: sentence %d's state %d is %d (of 0..%d, ascending)", b,
+                     j, pk[j], n);
+      }
     } else if (npick[b] == n + 1) {
       for (int k = 0; k <= n; k++) pk[k] = k;
     } else {
@@ -415,9 +449,19 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
                                   .pair_off = pair_off, .pair_slot = pair_slot,
                                   .pair_row = pair_row, .pair_tok = pair_tok};
   intrus_tensor *losses = intrus_insertion_loss(ctx, pos, tok, &tg, spec->loss, spec->label_smoothing);
-  out->loss = intrus_mean(ctx, losses);
   double sum = 0.0;
-  for (int i = 0; i < nstates; i++) sum += losses->data[i];
+  if (spec->length_weight) {
+    double *w = intrus_ctx_alloc(ctx, (size_t)(nstates ? nstates : 1) * sizeof *w);
+    for (int b = 0; b < B; b++)
+      for (int j = pick0[b]; j < pick0[b + 1]; j++)
+        w[j] = length_weight(spec, tgt->lens[b], npick[b], picks[j]);
+    const long units = ins_train_units(spec, tgt->lens, B);
+    out->loss = intrus_weighted_mean(ctx, losses, w, (double)units);
+    for (int i = 0; i < nstates; i++) sum += w[i] * losses->data[i];
+  } else {
+    out->loss = intrus_mean(ctx, losses);
+    for (int i = 0; i < nstates; i++) sum += losses->data[i];
+  }
   out->nll_sum = sum;
   out->tokens = off[B] + B;
   return INTRUS_OK;

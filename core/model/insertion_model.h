@@ -50,17 +50,32 @@ struct ins_train_spec {
                            trained as well */
   float late_bias;      /* without all_states: state k (of 0..n) is drawn with weight
                            (k + 1)^late_bias; 0, uniform (the draws as before the setting) */
+  bool length_weight;   /* weight = "length": each state's loss weighted so that every
+                           sentence weighs its trajectory's n + 1 states in all, the loss
+                           normalised by the batch's sum of n + 1 (ins_train_units); false:
+                           the plain mean over the states trained on */
+  const int *given;     /* tests only (NULL in training): without all_states, instead of
+                           drawing, sentence b of the call trains on the states
+                           given[b * (per_sentence + finish_state) ..] (as many as it would
+                           draw, ascending; with finish_state ending with n), so that a test
+                           can enumerate every choice of states */
   float label_smoothing; /* of the token terms (train.label_smoothing; 0 in validation) */
   int state_lo, state_hi; /* with all_states: only the states of k tokens, state_lo <= k <
                              state_hi (state_hi 0: all); validation splits a long target's
                              states into windows so that memory stays bounded */
 };
 
-/* The INTRUS loss of a batch (mean over the states trained on), recorded on ctx's tape.
+/* The INTRUS loss of a batch, recorded on ctx's tape: the mean over the states trained
+ * on, or with spec->length_weight sum_s w_s L_s / sum_b (n_b + 1), where a state drawn
+ * uniformly among its sentence's P candidates, D of them drawn, has w_s = P / D (1 for
+ * every state under all_states, and for the complete state added by finish_state): the
+ * unbiased estimate of the all-states loss per state of the batch (with late_bias the
+ * draws stay biased; each sentence still weighs n + 1).
  * scratch: a second context for the order policy's scoring pass (reset here). seed
  * makes the policy's and the state choice's randomness a function of the step.
  * out->tokens counts target tokens plus one finish per sentence (as the baseline counts
- * EOS); out->nll_sum is the sum of the state losses. */
+ * EOS); out->nll_sum is the sum of the state losses (weighted by w_s with
+ * length_weight). */
 enum intrus_status ins_train_loss(struct intrus_model *m, intrus_ctx *ctx, intrus_ctx *scratch,
                                   const struct intrus_src_batch *src,
                                   const struct intrus_tgt_batch *tgt,
@@ -77,6 +92,11 @@ enum intrus_status ins_train_loss_at(struct intrus_model *m, intrus_ctx *ctx,
 /* How many states ins_train_loss trains on for targets of these lengths (the loss is
  * their mean). */
 long ins_train_states(const struct ins_train_spec *spec, const int *lens, int count);
+/* What ins_train_loss's loss is a mean over, for targets of these lengths: the states
+ * trained on, or with length_weight the trajectories' states, n + 1 per sentence (a
+ * state window's own states). Micro-batches weight their pieces' losses by their share
+ * of it. */
+long ins_train_units(const struct ins_train_spec *spec, const int *lens, int count);
 /* Wall seconds spent so far in order policies' trajectories() by ins_train_loss and
  * ins_train_loss_at, all threads' calls together: the sampling pass of a model-sampled
  * order, timed inside the steps it belongs to (the benchmarks' measure of it). */

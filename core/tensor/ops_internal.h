@@ -24,6 +24,7 @@ void intrus_cross_entropy_backward(intrus_ctx *ctx, intrus_tensor *out);
 void intrus_logsumexp_masked_backward(intrus_ctx *ctx, intrus_tensor *out);
 void intrus_sum_backward(intrus_ctx *ctx, intrus_tensor *out);
 void intrus_mean_backward(intrus_ctx *ctx, intrus_tensor *out);
+void intrus_weighted_mean_backward(intrus_ctx *ctx, intrus_tensor *out);
 void intrus_reshape_backward(intrus_ctx *ctx, intrus_tensor *out);
 void intrus_permute_backward(intrus_ctx *ctx, intrus_tensor *out);
 void intrus_concat_backward(intrus_ctx *ctx, intrus_tensor *out);

@@ -1,4 +1,4 @@
-/* Shape ops (reshape, permute, concat) and full reductions (sum, mean). */
+/* Shape ops (reshape, permute, concat) and full reductions (sum, mean, weighted mean). */
 #include <stdio.h>
 #include <string.h>
 
@@ -204,6 +204,31 @@ intrus_tensor *intrus_mean(intrus_ctx *ctx, intrus_tensor *x) {
   return out;
 }
 
+/* The weights live in the arena (aux), fp holds nothing: denom needs double. */
+struct wmean_saved {
+  double denom;
+  double w[];
+};
+
+intrus_tensor *intrus_weighted_mean(intrus_ctx *ctx, intrus_tensor *x, const double *w,
+                                    double denom) {
+  char sx[64];
+  INTRUS_CHECK(x->n > 0, "weighted_mean: of an empty tensor %s",
+               intrus_shape_str(x, sx, sizeof sx));
+  INTRUS_CHECK(denom > 0.0, "weighted_mean: denominator %g (must be positive)", denom);
+  const int one = 1;
+  intrus_tensor *out = intrus_op_result(ctx, INTRUS_OP_WEIGHTED_MEAN, 1, &one, x, NULL, NULL);
+  struct wmean_saved *sv = intrus_ctx_alloc(ctx, sizeof *sv + x->n * sizeof(double));
+  sv->denom = denom;
+  memcpy(sv->w, w, x->n * sizeof(double));
+  out->aux = sv;
+  /* The same serial double sum as sum_all, term by term: w[i] = 1 changes nothing. */
+  double acc = 0.0;
+  for (size_t i = 0; i < x->n; i++) acc += w[i] * x->data[i];
+  out->data[0] = (float)(acc / denom);
+  return out;
+}
+
 static void add_constant(intrus_ctx *ctx, intrus_tensor *x, float c) {
   if (!x->requires_grad) return;
   float *dx = intrus_tensor_grad(ctx, x);
@@ -218,4 +243,14 @@ void intrus_sum_backward(intrus_ctx *ctx, intrus_tensor *out) {
 
 void intrus_mean_backward(intrus_ctx *ctx, intrus_tensor *out) {
   add_constant(ctx, out->src[0], (float)(out->grad[0] / (double)out->src[0]->n));
+}
+
+void intrus_weighted_mean_backward(intrus_ctx *ctx, intrus_tensor *out) {
+  intrus_tensor *x = out->src[0];
+  if (!x->requires_grad) return;
+  const struct wmean_saved *sv = out->aux;
+  float *dx = intrus_tensor_grad(ctx, x);
+  const double g = out->grad[0];
+  /* g * w / denom, grouped as intrus_mean's g / n when w = 1 (the same float). */
+  for (size_t i = 0; i < x->n; i++) dx[i] += (float)(g * sv->w[i] / sv->denom);
 }

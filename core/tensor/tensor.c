@@ -258,6 +258,7 @@ static void backward_one(intrus_ctx *ctx, intrus_tensor *t) {
   case INTRUS_OP_MAXPOOL2D: intrus_maxpool2d_backward(ctx, t); break;
   case INTRUS_OP_ATTENTION: intrus_attention_backward(ctx, t); break;
   case INTRUS_OP_INSERTION_LOSS: intrus_insertion_loss_backward(ctx, t); break;
+  case INTRUS_OP_WEIGHTED_MEAN: intrus_weighted_mean_backward(ctx, t); break;
   case INTRUS_OP_COUNT: intrus_panic("tensor with op INTRUS_OP_COUNT");
   }
 }

@@ -608,11 +608,12 @@ static enum intrus_status check_same_config(struct intrus_config *cfg, struct in
   return st;
 }
 
-/* What the step's loss is a mean over, for sentences b0..b1: states (insertion) or
- * target tokens with EOS (autoregressive). */
+/* What the step's loss is a mean over, for sentences b0..b1: states, or under
+ * weight = "length" trajectory states (insertion, ins_train_units), or target tokens with
+ * EOS (autoregressive). */
 static long loss_units(const struct trainer *t, const struct intrus_tgt_batch *tb, int b0,
                        int b1) {
-  if (t->ph.count) return ins_train_states(&t->ph.phase[t->ps.cur].spec, tb->lens + b0, b1 - b0);
+  if (t->ph.count) return ins_train_units(&t->ph.phase[t->ps.cur].spec, tb->lens + b0, b1 - b0);
   long n = 0;
   for (int b = b0; b < b1; b++) n += tb->lens[b] + 1;
   return n;

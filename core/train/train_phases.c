@@ -36,13 +36,14 @@ enum intrus_status train_phases_read(const intrus_cfg *train,
   static const char *const losses[] = {"main", "uniform", "chosen", NULL};
   static const char *const states[] = {"all", "one", "some", NULL};
   static const char *const untils[] = {"steps", "plateau", NULL};
+  static const char *const weights[] = {"state", "length", NULL};
   for (int i = 0; i < n; i++) {
     struct train_phase *p = &out->phase[i];
     const intrus_cfg *g, *og;
     const char *plugin;
     long long steps, patience, per_sentence = 1, warmup = 0;
     double lr = 0.0, late_bias = 0.0;
-    int loss, which, until;
+    int loss, which, until, weight;
     char defname[32];
     snprintf(defname, sizeof defname, "phase%d", i + 1);
     out->count = i + 1;
@@ -54,6 +55,7 @@ enum intrus_status train_phases_read(const intrus_cfg *train,
         (st = intrus_cfg_check_unknown(og, err)) ||
         (st = intrus_cfg_choice(g, "loss", "main", losses, &loss, err)) ||
         (st = intrus_cfg_choice(g, "states", "all", states, &which, err)) ||
+        (st = intrus_cfg_choice(g, "weight", "state", weights, &weight, err)) ||
         (st = intrus_cfg_int_req(g, "steps", &steps, err)) ||
         (steps < 1 && (st = intrus_cfg_error(g, "steps", err, "must be at least 1, got %lld",
                                              steps))) ||
@@ -90,6 +92,7 @@ enum intrus_status train_phases_read(const intrus_cfg *train,
     p->spec.loss = loss == 1 ? INTRUS_INS_LOSS_UNIFORM : INTRUS_INS_LOSS_MAIN;
     p->spec.chosen = loss == 2;
     p->spec.all_states = which == 0;
+    p->spec.length_weight = weight == 1;
     p->spec.late_bias = (float)late_bias;
     p->steps = steps;
     p->plateau = until == 1;

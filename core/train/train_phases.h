@@ -13,7 +13,9 @@
  * Each phase: an order policy (a plugin with its own settings), a loss ("main":
  * log-sum-exp over the correct insertions; "uniform": cross-entropy against the uniform
  * distribution over them), which states of each trajectory are trained on ("all", or
- * "one" drawn per sentence), a length (`steps`, or `until = "plateau"`: at most `steps`,
+ * "one" drawn per sentence), how a batch's states weigh in its loss (`weight`: "state",
+ * the mean over the states; "length", each sentence in proportion to its trajectory's
+ * n + 1 states, ins_train_loss), a length (`steps`, or `until = "plateau"`: at most `steps`,
  * ending earlier once `patience` validations in a row have not improved the phase's
  * best score), and whether the optimizer state and the learning-rate schedule restart
  * when the phase begins. */

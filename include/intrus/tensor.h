@@ -49,6 +49,7 @@ enum intrus_op {
   INTRUS_OP_MAXPOOL2D,     /* [B,C,H,W] -> [B,C,H',W'] */
   INTRUS_OP_ATTENTION,     /* multi-head attention over packed segments, fused */
   INTRUS_OP_INSERTION_LOSS, /* INTRUS losses of a batch of states, fused */
+  INTRUS_OP_WEIGHTED_MEAN, /* sum of w[i] * x[i] over all elements, / a constant -> scalar */
   INTRUS_OP_COUNT
 };
 
@@ -200,6 +201,11 @@ intrus_tensor *intrus_logsumexp_masked(intrus_ctx *ctx, intrus_tensor *x, const 
 
 intrus_tensor *intrus_sum(intrus_ctx *ctx, intrus_tensor *x);
 intrus_tensor *intrus_mean(intrus_ctx *ctx, intrus_tensor *x);
+/* sum_i w[i] * x[i] / denom over all x->n elements; w (x->n constants, copied) and
+ * denom > 0 take no gradient. In double like intrus_sum: with every w[i] = 1 and
+ * denom = x->n it is intrus_mean bit for bit, forward and backward. */
+intrus_tensor *intrus_weighted_mean(intrus_ctx *ctx, intrus_tensor *x, const double *w,
+                                    double denom);
 
 /* Same elements, new shape (numel must match). Shares x's data. */
 intrus_tensor *intrus_reshape(intrus_ctx *ctx, intrus_tensor *x, int ndim, const int *shape);
