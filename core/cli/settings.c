@@ -236,6 +236,22 @@ static size_t parent_len(const char *path) {
   return dot ? (size_t)(dot - path) : 0;
 }
 
+/* For a group path ending in "(x)": ": `group` with `plugin = "x"`" (or kind, whichever
+ * selector the group has a line for). */
+static void heading_selector(FILE *f, const struct setting_doc *docs, const char *path,
+                             size_t len) {
+  if (len < 3 || path[len - 1] != ')') return;
+  const char *open = path + len - 1;
+  while (open > path && *open != '(') open--;
+  if (*open != '(') return;
+  int base = (int)(open - path);
+  const char *sel = "kind";
+  for (const struct setting_doc *d = docs; d->path; d++)
+    if (!strncmp(d->path, path, (size_t)base) && !strcmp(d->path + base, ".plugin")) sel = "plugin";
+  fprintf(f, ": `%.*s` with `%s = \"%.*s\"`", base, path, sel, (int)(len - (size_t)base - 2),
+          open + 1);
+}
+
 static void reference_kind(const struct settings_seen *s, FILE *f, enum settings_file kind) {
   const struct setting_doc *docs = settings_docs(kind);
   for (const struct setting_doc *g = docs; g->path; g++) {
@@ -245,8 +261,13 @@ static void reference_kind(const struct settings_seen *s, FILE *f, enum settings
     for (const struct setting_doc *o = docs; o < g && first; o++)
       first = !(parent_len(o->path) == glen && !strncmp(o->path, g->path, glen));
     if (!first) continue;
-    if (glen) fprintf(f, "\n### `%.*s`\n\n", (int)glen, g->path);
-    else fprintf(f, "\n### Top level\n\n");
+    if (!glen) {
+      fprintf(f, "\n### Top level\n\n");
+    } else {
+      fprintf(f, "\n### `%.*s`", (int)glen, g->path);
+      heading_selector(f, docs, g->path, glen);
+      fputs("\n\n", f);
+    }
     fputs("| Setting | Type | Default | Allowed | Meaning |\n|---|---|---|---|---|\n", f);
     for (const struct setting_doc *d = g; d->path; d++) {
       if (parent_len(d->path) != glen || strncmp(d->path, g->path, glen)) continue;
