@@ -81,7 +81,7 @@ static const struct setting_doc experiment_settings[] = {
     {"model.decoder(insertion).tie_embeddings", "the token part of the output layer reuses the target embeddings"},
     {"model.decoder(insertion).slots", "what a slot is read from: \"token\", its left token's row; \"pair\", also its right neighbour's"},
 
-    {"train.steps", "training steps (autoregressive decoders; insertion decoders train in phases)"},
+    {"train.steps", "training steps (not with train.phases: each phase gives its own)"},
     {"train.batch", "sentences per batch of synthetic data"},
     {"train.batch_tokens", "target tokens per batch of text or image data (under MPI: of all ranks together)"},
     {"train.micro_batch_tokens", "run each batch in pieces of at most this many target tokens, gradients summed (0: whole)"},
@@ -97,7 +97,7 @@ static const struct setting_doc experiment_settings[] = {
     {"train.valid_bleu", "validation sentences decoded for BLEU, from the first (0: no validation BLEU)"},
     {"train.valid_bleu_every", "steps between validation BLEU decodes (a multiple of valid_every)", "train.valid_every"},
     {"train.valid_beam", "beam of the validation BLEU decodes (0: search.beam)"},
-    {"train.phases", "insertion decoders: the training phases, one group each, run in order"},
+    {"train.phases", "insertion decoders: the training phases, one group each, run in order", "none: an insertion decoder needs it, the others refuse it"},
 
     {"train.phases[].name", "the phase's name in train.log and messages", "\"phaseN\", N its position from 1"},
     {"train.phases[].order", "the order policy that chooses the insertions the model is trained on"},
@@ -151,8 +151,8 @@ static const struct setting_doc table_settings[] = {
     {"rows[].title", "the row's heading", "name"},
     {"rows[].experiments", "the row's cells: column name = experiment file (a column left out stays empty)"},
     {"rows[].paper", "the paper's numbers, printed beside the row's cells: column name = score"},
-    {"rows[].experiments.*", "the experiment file of the cell in that column, relative to the table file"},
-    {"rows[].paper.*", "the paper's score of the cell in that column"},
+    {"rows[].experiments.*", "the experiment file of the cell in that column, relative to the table file", "none: the cell stays empty"},
+    {"rows[].paper.*", "the paper's score of the cell in that column", "none: no paper number"},
     {NULL, NULL, NULL}};
 
 const struct setting_doc *settings_docs(enum settings_file kind) {
