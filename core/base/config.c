@@ -15,6 +15,7 @@
 #include "intrus/fileio.h"
 #include "intrus/rng.h"
 #include "config_internal.h"
+#include "config_record.h"
 #include "xalloc.h"
 
 /* ---- loading ---------------------------------------------------------------------- */
@@ -113,6 +114,7 @@ struct intrus_config *intrus_config_load_string(const char *text, const char *na
 void intrus_config_free(struct intrus_config *c) {
   if (!c) return;
   config_destroy(&c->cfg); /* frees the hooks through cfg_hook_free */
+  cfg_record_free(c->record);
   free(c->filename);
   free(c->include_dir);
   for (size_t i = 0; i < 2 * c->nincfiles; i++) free(c->incfiles[i]);

@@ -24,6 +24,7 @@
 
 #include "intrus/config.h"
 #include "config_internal.h"
+#include "config_record.h"
 #include "xalloc.h"
 
 struct cfg_hook {
@@ -64,6 +65,11 @@ void cfg_hook_free(void *p) {
  * the tree itself is never const. */
 static config_setting_t *S(const intrus_cfg *g) { return (config_setting_t *)(uintptr_t)g; }
 static const intrus_cfg *G(const config_setting_t *s) { return (const intrus_cfg *)s; }
+
+/* Tells the recorder (config_record.c) what a getter reads: `intrus config` and the
+ * settings reference learn every key, type, default and range from here. */
+#define RECORD(g, key, t, ...) \
+  cfg_record_read(S(g), (key), &(struct cfg_read){.type = (t), __VA_ARGS__})
 
 static struct intrus_config *owner(const config_setting_t *s) {
   return (struct intrus_config *)s->config;
@@ -336,17 +342,20 @@ static enum intrus_status get_int(const intrus_cfg *g, const char *key, bool req
 
 enum intrus_status intrus_cfg_int(const intrus_cfg *g, const char *key, long long def,
                                   long long *out, struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_INT, .idef = def);
   return get_int(g, key, false, def, out, err);
 }
 
 enum intrus_status intrus_cfg_int_req(const intrus_cfg *g, const char *key, long long *out,
                                       struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_INT, .required = true);
   return get_int(g, key, true, 0, out, err);
 }
 
 enum intrus_status intrus_cfg_int_range(const intrus_cfg *g, const char *key, long long def,
                                         long long lo, long long hi, long long *out,
                                         struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_INT, .idef = def, .ranged = true, .ilo = lo, .ihi = hi);
   INTRUS_CHECK(lo <= hi && def >= lo && def <= hi,
                "intrus_cfg_int_range('%s'): default %lld outside [%lld, %lld]", key, def, lo,
                hi);
@@ -380,17 +389,20 @@ static enum intrus_status get_double(const intrus_cfg *g, const char *key, bool 
 
 enum intrus_status intrus_cfg_double(const intrus_cfg *g, const char *key, double def,
                                      double *out, struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_DOUBLE, .ddef = def);
   return get_double(g, key, false, def, out, err);
 }
 
 enum intrus_status intrus_cfg_double_req(const intrus_cfg *g, const char *key, double *out,
                                          struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_DOUBLE, .required = true);
   return get_double(g, key, true, 0, out, err);
 }
 
 enum intrus_status intrus_cfg_double_range(const intrus_cfg *g, const char *key, double def,
                                            double lo, double hi, double *out,
                                            struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_DOUBLE, .ddef = def, .ranged = true, .dlo = lo, .dhi = hi);
   INTRUS_CHECK(lo <= hi && def >= lo && def <= hi,
                "intrus_cfg_double_range('%s'): default %g outside [%g, %g]", key, def, lo, hi);
   double v;
@@ -410,6 +422,7 @@ enum intrus_status intrus_cfg_double_range(const intrus_cfg *g, const char *key,
 
 enum intrus_status intrus_cfg_bool(const intrus_cfg *g, const char *key, bool def, bool *out,
                                    struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_BOOL, .bdef = def);
   config_setting_t *s;
   enum intrus_status st = lookup(g, key, false, &s, err);
   if (st != INTRUS_OK) return st;
@@ -443,6 +456,7 @@ static enum intrus_status get_string(const intrus_cfg *g, const char *key, const
 
 enum intrus_status intrus_cfg_string(const intrus_cfg *g, const char *key, const char *def,
                                      const char **out, struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_STRING, .sdef = def);
   INTRUS_CHECK(def != NULL, "intrus_cfg_string('%s'): NULL default (use intrus_cfg_string_req)",
                key);
   config_setting_t *s;
@@ -451,6 +465,7 @@ enum intrus_status intrus_cfg_string(const intrus_cfg *g, const char *key, const
 
 enum intrus_status intrus_cfg_string_req(const intrus_cfg *g, const char *key,
                                          const char **out, struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_STRING, .required = true);
   config_setting_t *s;
   return get_string(g, key, NULL, &s, out, err);
 }
@@ -458,6 +473,7 @@ enum intrus_status intrus_cfg_string_req(const intrus_cfg *g, const char *key,
 enum intrus_status intrus_cfg_choice(const intrus_cfg *g, const char *key, const char *def,
                                      const char *const *choices, int *index,
                                      struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_CHOICE, .sdef = def, .required = !def, .choices = choices);
   size_t n = 0;
   while (choices[n]) n++;
   INTRUS_CHECK(n > 0, "intrus_cfg_choice('%s'): no choices", key);
@@ -499,11 +515,13 @@ static enum intrus_status get_group(const intrus_cfg *g, const char *key, bool r
 
 enum intrus_status intrus_cfg_group(const intrus_cfg *g, const char *key,
                                     const intrus_cfg **out, struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_GROUP, .required = false);
   return get_group(g, key, false, out, err);
 }
 
 enum intrus_status intrus_cfg_group_req(const intrus_cfg *g, const char *key,
                                         const intrus_cfg **out, struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_GROUP, .required = true);
   return get_group(g, key, true, out, err);
 }
 
@@ -525,6 +543,7 @@ static enum intrus_status get_group_list(const intrus_cfg *g, const char *key,
 
 enum intrus_status intrus_cfg_list_len(const intrus_cfg *g, const char *key, int *len,
                                        struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_LIST, .required = true);
   config_setting_t *s;
   enum intrus_status st = get_group_list(g, key, &s, err);
   if (st != INTRUS_OK) return st;
@@ -534,6 +553,7 @@ enum intrus_status intrus_cfg_list_len(const intrus_cfg *g, const char *key, int
 
 enum intrus_status intrus_cfg_list_group(const intrus_cfg *g, const char *key, int i,
                                          const intrus_cfg **out, struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_LIST, .required = true);
   config_setting_t *s;
   *out = NULL;
   enum intrus_status st = get_group_list(g, key, &s, err);
@@ -554,6 +574,7 @@ enum intrus_status intrus_cfg_list_group(const intrus_cfg *g, const char *key, i
 
 enum intrus_status intrus_cfg_strings(const intrus_cfg *g, const char *key,
                                       const char ***out, int *count, struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_STRINGS, .required = true);
   config_setting_t *s;
   enum intrus_status st = lookup(g, key, true, &s, err);
   if (st != INTRUS_OK) return st;
@@ -617,6 +638,7 @@ static enum intrus_status get_scalar_array(const intrus_cfg *g, const char *key,
 enum intrus_status intrus_cfg_ints(const intrus_cfg *g, const char *key, const long long *def,
                                    int ndef, long long lo, long long hi, int max,
                                    long long *out, int *count, struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_INTS, .idefs = def, .ndef = ndef, .ilo = lo, .ihi = hi, .max = max);
   INTRUS_CHECK(ndef >= 1 && ndef <= max && lo <= hi,
                "intrus_cfg_ints('%s'): %d defaults for at most %d", key, ndef, max);
   config_setting_t *s;
@@ -652,6 +674,7 @@ enum intrus_status intrus_cfg_ints(const intrus_cfg *g, const char *key, const l
 enum intrus_status intrus_cfg_bools(const intrus_cfg *g, const char *key, const bool *def,
                                     int ndef, int max, bool *out, int *count,
                                     struct intrus_error *err) {
+  RECORD(g, key, CFG_READ_BOOLS, .bdefs = def, .ndef = ndef, .max = max);
   INTRUS_CHECK(ndef >= 1 && ndef <= max, "intrus_cfg_bools('%s'): %d defaults for at most %d",
                key, ndef, max);
   config_setting_t *s;

@@ -15,6 +15,7 @@ struct intrus_config {
   char *include_dir;
   char **incfiles; /* pairs: name as libconfig records it, include_dir/name */
   size_t nincfiles;
+  struct cfg_record *record; /* what the readers read, or NULL (config_record.c) */
 };
 
 /* Frees a setting's hook (struct cfg_hook, config_get.c); libconfig calls it through

@@ -112,6 +112,7 @@ int intrus_cmd_run(int argc, char **argv);
 int intrus_cmd_plot(int argc, char **argv);
 int intrus_cmd_table(int argc, char **argv);
 int intrus_cmd_analyze(int argc, char **argv);
+int intrus_cmd_config(int argc, char **argv);
 
 /* intrus analyze states (cmd_analyze_states.c): argv[0] is "states". */
 int intrus_analyze_states(int argc, char **argv);

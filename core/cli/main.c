@@ -22,6 +22,8 @@ static const char usage[] =
     "  plot      draw the learning curves of runs into one PNG\n"
     "  table     run a results table: every cell an experiment, with significance\n"
     "  analyze   order analysis of decoding traces (when each kind of word is written)\n"
+    "  config    the effective settings of an experiment, each with its meaning, type,\n"
+    "            default and range (docs/settings.md lists them all)\n"
     "\n"
     "Options:\n"
     "  -h, --help     show this help (also: intrus <command> --help)\n"
@@ -45,6 +47,7 @@ static const struct command commands[] = {
     {"plugins", intrus_cmd_plugins}, {"train", intrus_cmd_train}, {"decode", intrus_cmd_decode},
     {"eval", intrus_cmd_eval},       {"run", intrus_cmd_run},       {"plot", intrus_cmd_plot},
     {"table", intrus_cmd_table},     {"analyze", intrus_cmd_analyze},
+    {"config", intrus_cmd_config},
 };
 
 static int run_command(int argc, char **argv);

@@ -145,10 +145,20 @@ static enum intrus_status read_spec(struct table_spec *t, const char *path,
 enum intrus_status table_spec_load(const char *path, struct table_spec **spec,
                                    struct intrus_error *err) {
   *spec = NULL;
+  struct intrus_config *cfg = intrus_config_load_file(path, err);
+  return cfg ? table_spec_read(cfg, path, spec, err) : err->status;
+}
+
+enum intrus_status table_spec_read(struct intrus_config *cfg, const char *path,
+                                   struct table_spec **spec, struct intrus_error *err) {
+  *spec = NULL;
   struct table_spec *t = calloc(1, sizeof *t);
-  if (!t) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-  t->cfg = intrus_config_load_file(path, err);
-  enum intrus_status st = t->cfg ? read_spec(t, path, err) : err->status;
+  if (!t) {
+    intrus_config_free(cfg);
+    return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  }
+  t->cfg = cfg;
+  enum intrus_status st = read_spec(t, path, err);
   if (st) {
     table_spec_free(t);
     return st;

@@ -60,6 +60,10 @@ struct table_spec {
  * *spec is allocated; free it with table_spec_free. */
 enum intrus_status table_spec_load(const char *path, struct table_spec **spec,
                                    struct intrus_error *err);
+/* The same for a config already loaded from path, which *spec then owns (freed here on
+ * an error). */
+enum intrus_status table_spec_read(struct intrus_config *cfg, const char *path,
+                                   struct table_spec **spec, struct intrus_error *err);
 void table_spec_free(struct table_spec *spec);
 
 #endif

@@ -104,7 +104,10 @@ enum intrus_status intrus_model_create(const intrus_cfg *cfg,
   init.cfg = dg;
   init.prefix = "decoder.";
   if ((st = m->dec->create(&init, &m->dec_self, err))) goto fail;
-  if ((st = intrus_params_finalize(m->params, seed, err))) goto fail;
+  /* Reading settings alone (`intrus config`) needs the parameters' shapes, not their
+   * memory: a Transformer-base would cost a second and 700 MB here. */
+  if (!intrus_cfg_settings_only(cfg) && (st = intrus_params_finalize(m->params, seed, err)))
+    goto fail;
   *out = m;
   return INTRUS_OK;
 fail:

@@ -407,10 +407,15 @@ static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config 
       (t->tc.has_phases && (st = train_phases_read(train_cfg, t->opt->search, &t->ph, err))) ||
       (st = intrus_cfg_group_req(root, "model", &model_cfg, err)) ||
       /* Rank 0 alone owns the run directory; the other ranks only read it. */
-      (dist_rank() == 0 && ((st = run_dir_make(t->opt->run_dir, err)) ||
-                            (st = run_dir_lock(t->opt->run_dir, &t->lock_fd, err)))) ||
-      (st = dataset_prepare(&t->data, t->opt->run_dir, t->tc.batch_tokens, (uint64_t)t->seed,
-                            t->opt->progress, err)) ||
+      (dist_rank() == 0 && !t->opt->settings_only &&
+       ((st = run_dir_make(t->opt->run_dir, err)) ||
+        (st = run_dir_lock(t->opt->run_dir, &t->lock_fd, err)))) ||
+      (!t->opt->settings_only &&
+       (st = dataset_prepare(&t->data, t->opt->run_dir, t->tc.batch_tokens, (uint64_t)t->seed,
+                             t->opt->progress, err))) ||
+      /* Reading settings alone learns no vocabulary: the model gets a small stand-in. */
+      (t->opt->settings_only && !t->data.src_vocab_size &&
+       (t->data.src_vocab_size = t->data.tgt_vocab_size = 64) == 0) ||
       (st = intrus_model_create(model_cfg, t->opt->search, t->data.src_vocab_size,
                                 t->data.tgt_vocab_size, (uint64_t)t->seed, &t->model, err)) ||
       (st = intrus_warm_source_read(model_cfg, intrus_config_filename(cfg), &t->warm, err)) ||
@@ -884,6 +889,10 @@ enum intrus_status intrus_train(struct intrus_config *cfg, const struct intrus_t
   enum intrus_status st;
   const bool lead = dist_rank() == 0;
   const double sum_s0 = dist_sum_seconds();
+  if (opt->settings_only) {
+    st = trainer_setup(&t, cfg, err);
+    goto done;
+  }
   if (lead && dist_size() > 1) {
     /* The followers wait for this (core/cli/dist_follow.c) and then join the agreements
      * below in the same order. */

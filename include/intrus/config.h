@@ -122,6 +122,14 @@ enum intrus_status intrus_cfg_check_unknown(const intrus_cfg *g, struct intrus_e
 /* Marks a key as read without reading it (for settings handled elsewhere). */
 void intrus_cfg_mark_read(const intrus_cfg *g, const char *key);
 
+/* Reading a file for its settings alone (`intrus config`, the settings reference): from
+ * here on every getter's key, type, default and range is recorded, and
+ * intrus_cfg_settings_only() is true for the file's groups. */
+void intrus_config_record_reads(struct intrus_config *c);
+/* True when g's file is read for its settings alone: a reader then skips what looks past
+ * the file (whether a data file exists), never a check of the settings themselves. */
+bool intrus_cfg_settings_only(const intrus_cfg *g);
+
 #ifdef __cplusplus
 }
 #endif

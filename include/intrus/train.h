@@ -44,6 +44,9 @@ struct intrus_train_options {
   /* Called after every step with the step's training loss (tests, logs). */
   void (*on_step)(long step, double loss, void *user);
   void *user;
+  /* Read and check every setting of the experiment and build its model, then stop:
+   * no run directory, no data read, no step (`intrus config`; run_dir is unused). */
+  bool settings_only;
 };
 
 struct intrus_train_result {
