@@ -52,6 +52,13 @@ enum intrus_status cli_distill_teacher_of(struct intrus_config *cfg, const char 
                                           bool *present, struct dataset_distill *dd,
                                           struct intrus_error *err);
 
+/* The experiment whose corpus a distilled one is made from, and its run directory:
+ * data.distill's teachers followed from experiment (run directory run_dir) to the first
+ * whose data names no teacher (experiment itself when its data names none). */
+enum intrus_status cli_distill_origin(const char *experiment, const char *run_dir,
+                                      char *exp_out, char *run_out, size_t n,
+                                      struct intrus_error *err);
+
 /* What `intrus run`, `train` and `table` do before training an experiment whose data
  * names a teacher: make its corpus (or resume making it), reuse it when the teacher's
  * checkpoint, search and sources are those it was made from, refuse it when not; the

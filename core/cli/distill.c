@@ -441,6 +441,27 @@ enum intrus_status cli_distill_teacher_of(struct intrus_config *cfg, const char 
   return dataset_distill_read(g, intrus_config_filename(cfg), run_dir, dd, err);
 }
 
+enum intrus_status cli_distill_origin(const char *experiment, const char *run_dir,
+                                      char *exp_out, char *run_out, size_t n,
+                                      struct intrus_error *err) {
+  snprintf(exp_out, n, "%s", experiment);
+  snprintf(run_out, n, "%s", run_dir);
+  for (int depth = 0;; depth++) {
+    struct intrus_config *cfg = intrus_config_load_file(exp_out, err);
+    if (!cfg) return err->status;
+    struct dataset_distill dd;
+    bool present;
+    enum intrus_status st = cli_distill_teacher_of(cfg, run_out, &present, &dd, err);
+    intrus_config_free(cfg);
+    if (st || !present) return st;
+    if (depth == 8)
+      return intrus_error_set(err, INTRUS_ERR_CONFIG,
+                              "%s: data.distill's teachers go round in a circle", experiment);
+    snprintf(exp_out, n, "%s", dd.teacher);
+    snprintf(run_out, n, "%s", dd.teacher_run);
+  }
+}
+
 enum intrus_status cli_distill_for(struct intrus_config *cfg, const char *run_dir,
                                    const struct intrus_plugin_search *search, FILE *progress,
                                    struct intrus_error *err) {

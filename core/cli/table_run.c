@@ -290,27 +290,20 @@ static double model_gflop_per_step(const struct intrus_config *cfg) {
 
 /* The corpus files a cell will read are there (train, valid, test of both sides; the test
  * pair's line counts agree): a table that would run for days learns of a missing corpus
- * before the first run, not after it. A corpus distilled from a teacher is made when the
- * cell runs: its teacher's corpus is checked instead (depth: teachers followed). */
-static enum intrus_status check_data(const char *experiment, const char *run_dir, int depth,
+ * before the first run, not after it. A distilled corpus is made when its cell runs: the
+ * corpus its teacher reads is checked. */
+static enum intrus_status check_data(const char *cell, const char *cell_run,
                                      struct intrus_error *err) {
+  char experiment[4200], run_dir[4200];
+  enum intrus_status st = cli_distill_origin(cell, cell_run, experiment, run_dir, 4200, err);
+  if (st) return st;
   struct intrus_config *cfg = intrus_config_load_file(experiment, err);
   if (!cfg) return err->status;
   const intrus_cfg *data;
   struct dataset d = {0};
-  struct dataset_distill teacher;
-  bool distilled = false;
-  enum intrus_status st;
   if ((st = intrus_cfg_group_req(intrus_config_root(cfg), "data", &data, err)) ||
-      (st = dataset_configure(&d, data, intrus_config_filename(cfg), run_dir, err)) ||
-      (st = cli_distill_teacher_of(cfg, run_dir, &distilled, &teacher, err)))
+      (st = dataset_configure(&d, data, intrus_config_filename(cfg), run_dir, err)))
     goto done;
-  if (distilled) {
-    st = depth < 8 ? check_data(teacher.teacher, teacher.teacher_run, depth + 1, err)
-                   : intrus_error_set(err, INTRUS_ERR_CONFIG, "%s: data.distill teachers "
-                                      "go round in a circle", experiment);
-    goto done;
-  }
   if (d.kind == DATA_PARALLEL) {
     static const char *const splits[] = {"train", "valid", "test"};
     char path[4200];
@@ -348,7 +341,7 @@ enum intrus_status table_check_data(const struct table_state *s, struct intrus_e
     for (int c = 0; c < s->t->ncols; c++) {
       const struct table_cell_state *cs = &s->cells[r][c];
       if (!table_cell_to_run(cs)) continue;
-      enum intrus_status st = check_data(cs->experiment, cs->run_dir, 0, err);
+      enum intrus_status st = check_data(cs->experiment, cs->run_dir, err);
       if (st)
         return intrus_error_prefix(err, "row %s, column %s", s->t->rows[r].name,
                                    s->t->cols[c].name);

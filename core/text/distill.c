@@ -63,7 +63,7 @@ enum intrus_status dataset_distill_read(const intrus_cfg *g, const char *exp_pat
   /* Optional settings are read only when present: a default filled into the tree would
    * change the experiment's fingerprints. */
   if ((st = intrus_cfg_string_req(g, "teacher", &teacher, err)) ||
-      (intrus_cfg_has(g, "beam") && (st = intrus_cfg_int_range(g, "beam", 0, 1, 1024, &beam, err))) ||
+      (intrus_cfg_has(g, "beam") && (st = intrus_cfg_int_range(g, "beam", 1, 1, 1024, &beam, err))) ||
       (intrus_cfg_has(g, "alpha") &&
        (st = intrus_cfg_double_range(g, "alpha", 0, 0.0, 10.0, &out->alpha, err))) ||
       (intrus_cfg_has(g, "dir") && (st = intrus_cfg_string_req(g, "dir", &dir, err))) ||
