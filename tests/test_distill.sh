@@ -12,8 +12,7 @@ set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
 tmp=$(mktemp -d) || exit 1
-[ -z "${KEEP_TMP:-}" ] || echo "tmp: $tmp"
-trap 'kill -9 $bg 2>/dev/null; [ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"' 0
+trap 'kill -9 $bg 2>/dev/null; rm -rf "$tmp"' 0
 bg=
 cd "$tmp" || exit 1
 mkdir data

@@ -118,7 +118,7 @@ static enum intrus_status teacher_open(const struct cli_distill_opts *o, struct 
 static void teacher_close(struct teacher *tc) {
   intrus_parallel_free(&tc->train);
   translator_close(&tc->t);
-  if (tc->run_lock > 0) close(tc->run_lock);
+  if (tc->run_lock >= 0) close(tc->run_lock);
   intrus_config_free(tc->cfg);
 }
 

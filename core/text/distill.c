@@ -21,7 +21,9 @@ static void resolve(const char *path, const char *exp_path, char *out, size_t n)
   }
   char copy[4096];
   snprintf(copy, sizeof copy, "%s", exp_path);
-  snprintf(out, n, "%s/%s", dirname(copy), path);
+  const char *dir = dirname(copy);
+  if (!strcmp(dir, ".")) snprintf(out, n, "%s", path); /* as the command line names it */
+  else snprintf(out, n, "%s/%s", dir, path);
 }
 
 void dataset_runs_parent(const char *run_dir, char *out, size_t n) {
