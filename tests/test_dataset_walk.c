@@ -45,7 +45,7 @@ static struct dataset *open_dataset(const char *cfg_text, const char *run_dir, l
   const intrus_cfg *data = NULL;
   struct dataset *d = calloc(1, sizeof *d);
   enum intrus_status st = intrus_cfg_group_req(intrus_config_root(cfg), "data", &data, &err);
-  if (st == INTRUS_OK) st = dataset_configure(d, data, "walk.cfg", &err);
+  if (st == INTRUS_OK) st = dataset_configure(d, data, "walk.cfg", NULL, &err);
   if (st == INTRUS_OK) st = dataset_prepare(d, run_dir, max_tokens, 7, NULL, &err);
   EXPECT(st == INTRUS_OK, "dataset: %s", err.msg);
   intrus_config_free(cfg);

@@ -45,8 +45,10 @@ struct run_scores {
   char checkpoint[32]; /* the checkpoint that decoded it: checkpoint.ckpt or best.ckpt */
 };
 /* What intrus run will read after training, checked before it: the test pair exists and
- * its two sides have the same number of lines (text data; nothing for synthetic). */
-enum intrus_status intrus_run_check_test(struct intrus_config *cfg, struct intrus_error *err);
+ * its two sides have the same number of lines (text data; nothing for synthetic).
+ * run_dir: the experiment's run directory (dataset_configure). */
+enum intrus_status intrus_run_check_test(struct intrus_config *cfg, const char *run_dir,
+                                         struct intrus_error *err);
 /* That path can be written (by intrus_file_write_atomic: a temporary file beside it and
  * a rename) before hours of work produce what goes there. */
 enum intrus_status cli_check_writable(const char *path, struct intrus_error *err);
@@ -113,6 +115,7 @@ int intrus_cmd_plot(int argc, char **argv);
 int intrus_cmd_table(int argc, char **argv);
 int intrus_cmd_analyze(int argc, char **argv);
 int intrus_cmd_config(int argc, char **argv);
+int intrus_cmd_distill(int argc, char **argv); /* cmd_distill.c */
 
 /* intrus analyze states (cmd_analyze_states.c): argv[0] is "states". */
 int intrus_analyze_states(int argc, char **argv);

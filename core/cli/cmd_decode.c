@@ -250,14 +250,15 @@ done:
   return st ? intrus_cli_fail("decode", &err) : INTRUS_EXIT_OK;
 }
 
-enum intrus_status intrus_run_check_test(struct intrus_config *cfg, struct intrus_error *err) {
+enum intrus_status intrus_run_check_test(struct intrus_config *cfg, const char *run_dir,
+                                         struct intrus_error *err) {
   const intrus_cfg *data_cfg;
   struct dataset d = {0};
   struct intrus_parallel_text test = {0};
   char src[4200], tgt[4200];
   enum intrus_status st;
   if ((st = intrus_cfg_group_req(intrus_config_root(cfg), "data", &data_cfg, err)) ||
-      (st = dataset_configure(&d, data_cfg, intrus_config_filename(cfg), err)))
+      (st = dataset_configure(&d, data_cfg, intrus_config_filename(cfg), run_dir, err)))
     goto done;
   if (d.kind == DATA_IMAGES) {
     /* The list and the references, line counts only: the images are read after

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_distill.h"
 #include "intrus/corpus.h"
 #include "table_run.h"
 #include "train/run_dir.h"
@@ -161,6 +162,17 @@ static int lock_cell(const char *run_dir, const char *label, struct intrus_error
   return fd;
 }
 
+/* Whether the cell's data is distilled from a teacher (data.distill). */
+static bool distills(const struct table_cell_state *cs) {
+  struct intrus_error e = {0};
+  struct intrus_config *cfg = intrus_config_load_file(cs->experiment, &e);
+  struct dataset_distill dd;
+  bool present = false;
+  if (cfg) cli_distill_teacher_of(cfg, cs->run_dir, &present, &dd, &e);
+  intrus_config_free(cfg);
+  return present;
+}
+
 /* Runs cell (r, c) unless, once its lock is held, it turns out done (by another table,
  * or by an earlier cell of this one that names the same experiment). */
 static enum intrus_status run_cell(const struct table_args *a, struct table_state *s, int r,
@@ -252,10 +264,11 @@ int intrus_cmd_table(int argc, char **argv) {
   int todo = 0, k = 0, failed = 0;
   for (int r = 0; r < t->nrows; r++)
     for (int c = 0; c < t->ncols; c++) todo += table_cell_to_run(&s->cells[r][c]);
-  for (int r = 0; r < t->nrows && !a.no_train; r++)
+  /* Cells whose data a teacher distils run last: the teacher may be a cell. */
+  for (int pass = 0, r = 0; pass < 2 && !a.no_train; r = (r + 1) % t->nrows, pass += !r)
     for (int c = 0; c < t->ncols; c++) {
       struct table_cell_state *cs = &s->cells[r][c];
-      if (!table_cell_to_run(cs)) continue;
+      if (!table_cell_to_run(cs) || distills(cs) != (pass == 1)) continue;
       char label[256], eta[32];
       snprintf(label, sizeof label, "[%d/%d %s %s]", ++k, todo, t->rows[r].name,
                t->cols[c].name);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cli_distill.h"
 #include "config.h"
 #include "intrus/train.h"
 
@@ -126,7 +127,7 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
   struct cli_run_result r;
   memset(&r, 0, sizeof r);
   if (run) st = cli_run_experiment(cfg, &x, progress, a.max_steps, &r, &err);
-  else {
+  else if (!(st = cli_distill_for(cfg, x.run_dir, x.search, progress, &err))) {
     struct intrus_train_options opt = {.run_dir = x.run_dir, .search = x.search,
                                        .progress = progress, .max_steps = a.max_steps};
     st = intrus_train(cfg, &opt, &r.train, &err);

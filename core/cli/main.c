@@ -19,6 +19,7 @@ static const char usage[] =
     "  decode    translate / caption with a trained model\n"
     "  eval      score hypotheses against references\n"
     "  run       train, decode and evaluate an experiment (resumable)\n"
+    "  distill   a teacher's translations of its training sources as a corpus\n"
     "  plot      draw the learning curves of runs into one PNG\n"
     "  table     run a results table: every cell an experiment, with significance\n"
     "  analyze   order analysis of decoding traces (when each kind of word is written)\n"
@@ -48,6 +49,7 @@ static const struct command commands[] = {
     {"eval", intrus_cmd_eval},       {"run", intrus_cmd_run},       {"plot", intrus_cmd_plot},
     {"table", intrus_cmd_table},     {"analyze", intrus_cmd_analyze},
     {"config", intrus_cmd_config},
+    {"distill", intrus_cmd_distill},
 };
 
 static int run_command(int argc, char **argv);

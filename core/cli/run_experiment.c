@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_distill.h"
 #include "intrus/fileio.h"
 
 static bool is_parallel(const struct intrus_config *cfg) {
@@ -70,7 +71,10 @@ enum intrus_status cli_run_experiment(struct intrus_config *cfg, const struct cl
   /* Before training fills in defaults: the file's own settings, as the table reads them. */
   const uint64_t fp = intrus_config_results_fingerprint(cfg);
   enum intrus_status st;
-  if ((st = intrus_run_check_test(cfg, err))) return st;
+  /* data.distill: the corpus is made (or checked) first, after the fingerprint. */
+  if ((st = cli_distill_for(cfg, x->run_dir, x->search, progress, err)) ||
+      (st = intrus_run_check_test(cfg, x->run_dir, err)))
+    return st;
   struct intrus_train_options opt = {
       .run_dir = x->run_dir, .search = x->search, .progress = progress, .max_steps = max_steps};
   if ((st = intrus_train(cfg, &opt, &out->train, err))) return st;

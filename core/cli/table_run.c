@@ -13,6 +13,7 @@
 #include "intrus/checkpoint.h"
 #include "intrus/corpus.h"
 #include "intrus/rng.h"
+#include "cli_distill.h"
 #include "table_run.h"
 #include "train/run_dir.h"
 #include "text/dataset.h"
@@ -289,15 +290,19 @@ static double model_gflop_per_step(const struct intrus_config *cfg) {
 
 /* The corpus files a cell will read are there (train, valid, test of both sides; the test
  * pair's line counts agree): a table that would run for days learns of a missing corpus
- * before the first run, not after it. */
-static enum intrus_status check_data(const char *experiment, struct intrus_error *err) {
+ * before the first run, not after it. A distilled corpus is made when its cell runs: the
+ * corpus its teacher reads is checked. */
+static enum intrus_status check_data(const char *cell, const char *cell_run,
+                                     struct intrus_error *err) {
+  char experiment[4200], run_dir[4200];
+  enum intrus_status st = cli_distill_origin(cell, cell_run, experiment, run_dir, 4200, err);
+  if (st) return st;
   struct intrus_config *cfg = intrus_config_load_file(experiment, err);
   if (!cfg) return err->status;
   const intrus_cfg *data;
   struct dataset d = {0};
-  enum intrus_status st;
   if ((st = intrus_cfg_group_req(intrus_config_root(cfg), "data", &data, err)) ||
-      (st = dataset_configure(&d, data, intrus_config_filename(cfg), err)))
+      (st = dataset_configure(&d, data, intrus_config_filename(cfg), run_dir, err)))
     goto done;
   if (d.kind == DATA_PARALLEL) {
     static const char *const splits[] = {"train", "valid", "test"};
@@ -310,7 +315,7 @@ static enum intrus_status check_data(const char *experiment, struct intrus_error
                                 "%s: %s (the corpus of %s; the README's \"Data\" says how to "
                                 "build it)", path, strerror(errno), experiment);
       }
-    if (!st) st = intrus_run_check_test(cfg, err);
+    if (!st) st = intrus_run_check_test(cfg, run_dir, err);
   } else if (d.kind == DATA_IMAGES) {
     /* The image lists and their references (their line counts); the images themselves
      * are read when the cell trains. */
@@ -323,7 +328,7 @@ static enum intrus_status check_data(const char *experiment, struct intrus_error
                               "%s: %s (the image data of %s; the README's \"Data\" says how "
                               "to build it)", path, strerror(errno), experiment);
     }
-    if (!st) st = intrus_run_check_test(cfg, err);
+    if (!st) st = intrus_run_check_test(cfg, run_dir, err);
   }
 done:
   dataset_free(&d);
@@ -336,7 +341,7 @@ enum intrus_status table_check_data(const struct table_state *s, struct intrus_e
     for (int c = 0; c < s->t->ncols; c++) {
       const struct table_cell_state *cs = &s->cells[r][c];
       if (!table_cell_to_run(cs)) continue;
-      enum intrus_status st = check_data(cs->experiment, err);
+      enum intrus_status st = check_data(cs->experiment, cs->run_dir, err);
       if (st)
         return intrus_error_prefix(err, "row %s, column %s", s->t->rows[r].name,
                                    s->t->cols[c].name);
@@ -350,13 +355,15 @@ enum intrus_status table_check_data(const struct table_state *s, struct intrus_e
  * run records in tokenizer.txt: dataset_train_fp of the raw pairs); false for other data
  * kinds or an unreadable corpus (table_check_data names it before anything runs). Each
  * pair of files is read once per table. */
-static bool corpus_now(struct table_state *s, const struct intrus_config *cfg, uint64_t *fp) {
+static bool corpus_now(struct table_state *s, const struct intrus_config *cfg,
+                       const char *run_dir, uint64_t *fp) {
   const intrus_cfg *data;
   struct dataset d = {0};
   struct intrus_error e = {0};
   bool ok = false;
   if (intrus_cfg_group_req(intrus_config_root(cfg), "data", &data, &e) ||
-      dataset_configure(&d, data, intrus_config_filename(cfg), &e) || d.kind != DATA_PARALLEL)
+      dataset_configure(&d, data, intrus_config_filename(cfg), run_dir, &e) ||
+      d.kind != DATA_PARALLEL)
     goto done;
   char sp[4200], tp[4200];
   dataset_split_path(&d, "train", d.src_lang, sp, sizeof sp);
@@ -554,7 +561,7 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   else if (have_ckpt) cs->state = CELL_PARTIAL;
   else cs->state = CELL_NEW;
   cs->data_recorded = dataset_manifest_train(cs->run_dir, &cs->data_trained);
-  cs->data_known = corpus_now(s, cfg, &cs->data_now);
+  cs->data_known = corpus_now(s, cfg, cs->run_dir, &cs->data_now);
   cs->model_gflop = model_gflop_per_step(cfg);
   intrus_config_free(cfg);
   return INTRUS_OK;

@@ -43,7 +43,7 @@ static enum intrus_status inputs_read(const struct table_cell_state *cs, const c
   if (!(in->cfg = intrus_config_load_file(cs->experiment, err))) return err->status;
   const intrus_cfg *root = intrus_config_root(in->cfg);
   if ((st = intrus_cfg_group_req(root, "data", &data, err)) ||
-      (st = dataset_configure(&d, data, intrus_config_filename(in->cfg), err)))
+      (st = dataset_configure(&d, data, intrus_config_filename(in->cfg), cs->run_dir, err)))
     goto fail;
   if (d.kind == DATA_SYNTHETIC) {
     st = intrus_error_set(err, INTRUS_ERR_CONFIG,

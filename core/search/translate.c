@@ -49,7 +49,7 @@ enum intrus_status translator_open(struct intrus_config *cfg, const char *run_di
   enum intrus_status st;
   if ((st = intrus_cfg_int_range(root, "seed", 1, 0, INT64_MAX, &seed, err)) ||
       (st = intrus_cfg_group_req(root, "data", &data_cfg, err)) ||
-      (st = dataset_configure(&t->data, data_cfg, intrus_config_filename(cfg), err)) ||
+      (st = dataset_configure(&t->data, data_cfg, intrus_config_filename(cfg), run_dir, err)) ||
       (st = intrus_cfg_group_req(root, "model", &model_cfg, err)) ||
       (st = translator_read_search(root, t, err)))
     return st;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "distill.h"
 #include "intrus/rng.h"
 
 enum synth_task { TASK_COPY, TASK_REVERSE, TASK_SORT };
@@ -33,12 +34,18 @@ static enum intrus_status configure_synthetic(struct dataset *d, const intrus_cf
 }
 
 static enum intrus_status configure_parallel(struct dataset *d, const intrus_cfg *g,
-                                             const char *exp_path, struct intrus_error *err) {
-  const char *dir, *src, *tgt;
+                                             const char *exp_path, const char *run_dir,
+                                             struct intrus_error *err) {
+  const char *dir = NULL, *src, *tgt;
+  const intrus_cfg *distill = NULL;
   long long merges, max_len;
   bool joint;
   enum intrus_status st;
-  if ((st = intrus_cfg_string_req(g, "dir", &dir, err)) ||
+  /* The corpus: data.dir, or the one distilled from data.distill's teacher (distill.h). */
+  if ((st = intrus_cfg_group(g, "distill", &distill, err))) return st;
+  if (distill && intrus_cfg_has(g, "dir"))
+    return intrus_cfg_error(g, "dir", err, "give dir or distill, not both");
+  if ((!distill && (st = intrus_cfg_string_req(g, "dir", &dir, err))) ||
       (st = intrus_cfg_string_req(g, "src", &src, err)) ||
       (st = intrus_cfg_string_req(g, "tgt", &tgt, err)) ||
       (st = intrus_cfg_int_range(g, "bpe_merges", 8000, 0, 1 << 20, &merges, err)) ||
@@ -50,10 +57,18 @@ static enum intrus_status configure_parallel(struct dataset *d, const intrus_cfg
     return intrus_cfg_error(g, "src", err, "language codes are at most 15 characters");
   snprintf(d->src_lang, sizeof d->src_lang, "%s", src);
   snprintf(d->tgt_lang, sizeof d->tgt_lang, "%s", tgt);
-  if ((st = dataset_resolve_dir(d, dir, exp_path, err))) return st;
+  if (distill) {
+    struct dataset_distill dd;
+    if ((st = dataset_distill_read(distill, exp_path, run_dir, &dd, err))) return st;
+    snprintf(d->dir, sizeof d->dir, "%s", dd.dir);
+  } else if ((st = dataset_resolve_dir(d, dir, exp_path, err))) {
+    return st;
+  }
   d->bpe_merges = (int)merges;
   d->joint = joint;
   d->max_tokens_len = (int)max_len;
+  /* A distilled corpus is made before training (intrus run, train and table). */
+  if (distill) return INTRUS_OK;
   char path[4200];
   dataset_split_path(d, "train", d->src_lang, path, sizeof path);
   if (!intrus_cfg_settings_only(g) && access(path, R_OK) != 0)
@@ -77,7 +92,8 @@ enum intrus_status dataset_resolve_dir(struct dataset *d, const char *dir, const
 }
 
 enum intrus_status dataset_configure(struct dataset *d, const intrus_cfg *data,
-                                     const char *exp_path, struct intrus_error *err) {
+                                     const char *exp_path, const char *run_dir,
+                                     struct intrus_error *err) {
   static const char *const kinds[] = {"synthetic", "parallel", "images", NULL};
   int kind;
   memset(d, 0, sizeof *d);
@@ -86,7 +102,7 @@ enum intrus_status dataset_configure(struct dataset *d, const intrus_cfg *data,
   d->kind = kind == 0 ? DATA_SYNTHETIC : kind == 1 ? DATA_PARALLEL : DATA_IMAGES;
   if (d->kind == DATA_IMAGES) return dataset_images_configure(d, data, exp_path, err);
   return d->kind == DATA_SYNTHETIC ? configure_synthetic(d, data, err)
-                                   : configure_parallel(d, data, exp_path, err);
+                                   : configure_parallel(d, data, exp_path, run_dir, err);
 }
 
 void dataset_split_path(const struct dataset *d, const char *split, const char *lang,

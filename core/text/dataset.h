@@ -57,9 +57,12 @@ enum intrus_status dataset_resolve_dir(struct dataset *d, const char *dir, const
                                        struct intrus_error *err);
 
 /* Reads the `data` group (strictly). exp_path: the experiment file, against whose
- * directory relative corpus paths are resolved. */
+ * directory relative corpus paths are resolved; run_dir: the experiment's run directory
+ * (NULL: runs/<name>), beside which a data.distill teacher's run is by default
+ * (distill.h; a distilled corpus need not exist yet). */
 enum intrus_status dataset_configure(struct dataset *d, const intrus_cfg *data,
-                                     const char *exp_path, struct intrus_error *err);
+                                     const char *exp_path, const char *run_dir,
+                                     struct intrus_error *err);
 
 /* Parallel data: learns or loads BPE codes and vocabularies (in run_dir), encodes the
  * train and valid splits, builds the batcher (max_tokens per batch, seed). A no-op for
@@ -79,6 +82,8 @@ void dataset_free(struct dataset *d);
  * reuses them; dataset_load_pipeline checks it (without the training data, train_fp
  * NULL). A mismatch is INTRUS_ERR_DATA naming the file or setting. */
 uint64_t dataset_train_fp(const struct intrus_parallel_text *train);
+/* FNV-1a of a file's bytes (INTRUS_ERR_IO naming it when it cannot be read). */
+enum intrus_status dataset_file_fp(const char *path, uint64_t *fp, struct intrus_error *err);
 bool dataset_manifest_exists(const char *run_dir);
 enum intrus_status dataset_manifest_write(const struct dataset *d, const char *run_dir,
                                           uint64_t train_fp, struct intrus_error *err);

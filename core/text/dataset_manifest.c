@@ -51,7 +51,7 @@ static int files(const struct dataset *d, const char *run_dir, char paths[4][420
   return n;
 }
 
-static enum intrus_status file_fp(const char *path, uint64_t *fp, struct intrus_error *err) {
+enum intrus_status dataset_file_fp(const char *path, uint64_t *fp, struct intrus_error *err) {
   FILE *f = fopen(path, "rb");
   if (!f) return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
   uint64_t h = INTRUS_FNV_INIT;
@@ -83,7 +83,7 @@ enum intrus_status dataset_manifest_write(const struct dataset *d, const char *r
                                 settings_fp(d), train_fp);
   for (int i = 0; i < n; i++) {
     uint64_t fp;
-    enum intrus_status st = file_fp(paths[i], &fp, err);
+    enum intrus_status st = dataset_file_fp(paths[i], &fp, err);
     if (st) return st;
     len += (size_t)snprintf(text + len, sizeof text - len, "%s 0x%016" PRIx64 "\n", names[i], fp);
   }
@@ -150,7 +150,7 @@ enum intrus_status dataset_manifest_check(const struct dataset *d, const char *r
     if (!lookup(text, names[i], &want))
       return intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: damaged (no line for %s)", path,
                               names[i]);
-    if ((st = file_fp(paths[i], &fp, err))) return st;
+    if ((st = dataset_file_fp(paths[i], &fp, err))) return st;
     if (fp != want)
       return intrus_error_set(err, INTRUS_ERR_DATA,
                               "%s: changed since it was made (fingerprint 0x%016" PRIx64

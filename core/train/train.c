@@ -401,7 +401,8 @@ static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config 
       (st = intrus_cfg_int_range(root, "seed", 1, 0, INT64_MAX, &t->seed, err)) ||
       (st = intrus_cfg_string(root, "plugin_path", "", &plugin_path, err)) ||
       (st = intrus_cfg_group_req(root, "data", &data_cfg, err)) ||
-      (st = dataset_configure(&t->data, data_cfg, intrus_config_filename(cfg), err)) ||
+      (st = dataset_configure(&t->data, data_cfg, intrus_config_filename(cfg), t->opt->run_dir,
+                              err)) ||
       (st = read_train(root, &t->tc, err)) ||
       (st = intrus_cfg_group_req(root, "train", &train_cfg, err)) ||
       (t->tc.has_phases && (st = train_phases_read(train_cfg, t->opt->search, &t->ph, err))) ||
