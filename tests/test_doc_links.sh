@@ -6,7 +6,8 @@
 # file (docs, sources, experiment files, scripts), each mention of a page as
 # docs/NAME.md must name a page that exists, and a section quoted after it
 # (docs/NAME.md, "Section" or docs/NAME.md ("Section")) must be a heading or a bold
-# run-in title of that page. Docs move; this keeps what points at them honest.
+# run-in title of that page; and docs/README.md, the index, links every page under
+# docs/. Docs move; this keeps what points at them honest.
 # Reads the tracked files of a git checkout (a release tarball has no git: skipped).
 # Needs python3 (standard library only).
 set -u
@@ -83,6 +84,7 @@ def text_of(path):
         return None
 
 link = re.compile(r'!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)')
+linked = {}  # file -> the tracked paths its links name
 for f in files:
     if not f.endswith('.md'):
         continue
@@ -97,6 +99,7 @@ for f in files:
             continue
         path, _, anchor = target.partition('#')
         rel = os.path.normpath(os.path.join(os.path.dirname(f), path)) if path else f
+        linked.setdefault(f, set()).add(rel)
         full = os.path.join(root, rel)
         if rel not in tracked:
             problems.append('%s: link to %s: no such file' % (f, target))
@@ -105,6 +108,13 @@ for f in files:
             if anchor not in headings(full)[0]:
                 problems.append('%s: link to %s: no heading with the anchor #%s' %
                                 (f, target, anchor))
+
+# docs/README.md is the index: it links every page under docs/.
+if 'docs/README.md' in tracked:
+    for f in files:
+        if f.startswith('docs/') and f.endswith('.md') and f != 'docs/README.md' and \
+                f not in linked.get('docs/README.md', ()):
+            problems.append('docs/README.md: does not link %s (the index lists every doc)' % f)
 
 textual = re.compile(r'\.(md|c|h|cfg|sh|am|py|in|inc|txt)$|(^|/)(README|Makefile[^/]*)$')
 mention = re.compile(r'(?<![\w./-])docs/([A-Za-z0-9_./-]+?\.md)`?\)?(?:,? *\(?"([^"\n]+)")?')
