@@ -54,7 +54,7 @@ if ! "$intrus" config --reference $list > "$tmp" 2>/dev/null; then
   status=1
 elif ! cmp -s "$tmp" docs/settings.md; then
   echo "docs/settings.md is out of date (or edited by hand): run scripts/gen-settings-doc.sh" >&2
-  diff -u docs/settings.md "$tmp" | head -20 >&2
+  diff -u docs/settings.md - < "$tmp" | head -20 >&2
   status=1
 fi
 rm -f "$tmp"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The memorisation check of issue 13 (docs/intrus.md): every experiment of
+# The memorisation check of issue 13 (docs/studies/2026-11-24-model-checks.md): every experiment of
 # experiments/memorise/ trains on the same 64 real sentence pairs and decodes their
 # sources with its normal beam search; a model that trains correctly reproduces them
 # (BLEU >= 95). Prints one line per experiment and a table at the end.

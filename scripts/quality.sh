@@ -1,5 +1,5 @@
 #!/bin/sh
-# The INTRUS quality proxies of issue 13 (docs/intrus.md, "Quality"): short runs on the
+# The INTRUS quality proxies of issue 13 (docs/studies/2026-11-25-quality-proxies.md): short runs on the
 # bundled en-de that compare pretraining variants and the sampled phase's `states`
 # setting by validation BLEU (500 valid sentences, beam 1) against step and training
 # time. The sampled-* runs continue from a copy of their pretraining run (the same

@@ -123,7 +123,7 @@ static void test_policies(const char *cfg) {
       /* Chance is about 0; how far above the bar a run lands moves with the
        * floating-point details (thread count, kernels), so the bar leaves room for them.
        * argmax trains on the one order its own model prefers and generalises least
-       * (docs/intrus.md, memorisation): it copied 71% on an Intel Xeon with AVX-512
+       * (docs/studies/2026-11-24-model-checks.md, "Memorisation"): it copied 71% on an Intel Xeon with AVX-512
        * (2026-11-26) where the others copied 79-96%, so its bar is lower. */
       const double bar = strcmp(name, "argmax") ? 0.75 : 0.6;
       EXPECT(acc >= bar, "%s: copies %.2f (at least %.2f expected)", name, acc, bar);

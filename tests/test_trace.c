@@ -1,7 +1,8 @@
 /* Decoding-order traces: the exact text of a hand-made trajectory (the paper's Figure 1
  * style), relative generation indices worked out by hand, the empty output, PNG and SVG
  * pictures (read back: one highlighted box per step, in the column of the word that
- * step inserted), and errors that name the path without leaving temporary files. */
+ * step inserted), subword output drawn with glyphs the font has and a legend for its
+ * marks, and errors that name the path without leaving temporary files. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,7 +11,9 @@
 
 #include <cairo.h>
 
+#include "intrus/text.h"
 #include "intrus/trace.h"
+#include "viz/draw.h"
 #include "testutil.h"
 
 /* "sat", "cat", ".", "the", "mat", "on", "the": the cat sat on the mat . */
@@ -175,6 +178,87 @@ static void check_png_layout(const char *path, const struct intrus_trace *t, con
   cairo_surface_destroy(s);
 }
 
+/* Whether the pictures' font (draw_set_font's sans-serif, regular or bold) has a glyph
+ * for every character of s: a character it lacks maps to glyph 0, drawn as a box. */
+static bool font_has_glyphs(const char *s, bool bold) {
+  cairo_surface_t *surf = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+  cairo_t *cr = cairo_create(surf);
+  draw_set_font(cr, 14.0, bold);
+  cairo_glyph_t *glyphs = NULL;
+  int n = 0;
+  cairo_status_t cs = cairo_scaled_font_text_to_glyphs(cairo_get_scaled_font(cr), 0, 0, s, -1,
+                                                       &glyphs, &n, NULL, NULL, NULL);
+  bool ok = cs == CAIRO_STATUS_SUCCESS;
+  for (int i = 0; ok && i < n; i++) ok = glyphs[i].index != 0;
+  cairo_glyph_free(glyphs);
+  cairo_destroy(cr);
+  cairo_surface_destroy(surf);
+  return ok;
+}
+
+static int png_height(const char *path) {
+  cairo_surface_t *s = cairo_image_surface_create_from_png(path);
+  int h = cairo_surface_status(s) == CAIRO_STATUS_SUCCESS ? cairo_image_surface_get_height(s) : -1;
+  cairo_surface_destroy(s);
+  return h;
+}
+
+/* Subword output as the tokenizer and BPE write it: the joiner mark U+FFED before
+ * punctuation glued to its left ("￭."), split off by BPE on its own ("￭@@"), and
+ * pieces ending in "@@". The default font has no glyph for the mark, so the pictures
+ * must not hand it to cairo (it drew a box before every full stop); they draw a mark of
+ * their own, and the legend says what it and "@@" mean. */
+static void test_subword_pictures(void) {
+  const char *J = INTRUS_JOINER;
+  if (font_has_glyphs(J, false))
+    fprintf(stderr, "note: this font has a glyph for U+FFED; the pictures still draw their own\n");
+  struct {
+    const char *word, *shown;
+    bool joined;
+  } cases[] = {
+      {"\xef\xbf\xad.", ".", true},      {"\xef\xbf\xad@@", "@@", true},
+      {"\xef\xbf\xad(", "(", true},      {"Bi@@", "Bi@@", false},
+      {"Dialog", "Dialog", false},        {"\xef\xbf\xad", "", true},
+      {"caf\xc3", "caf\xef\xbf\xbd", false}, /* an invalid byte still becomes U+FFFD */
+      {"a\xef\xbf\xad" "b", "ab", true},     /* nowhere else from the tokenizer; no box either */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    bool joined = !cases[i].joined;
+    char *t = draw_token_text(cases[i].word, &joined);
+    EXPECT(strcmp(t, cases[i].shown) == 0 && joined == cases[i].joined,
+           "draw_token_text(\"%s\") = \"%s\" joined %d, want \"%s\" joined %d", cases[i].word, t,
+           joined, cases[i].shown, cases[i].joined);
+    EXPECT(!strstr(t, J), "no joiner mark is drawn as text: \"%s\"", t);
+    EXPECT(font_has_glyphs(t, false) && font_has_glyphs(t, true),
+           "the font has every glyph of \"%s\" as drawn for \"%s\"", t, cases[i].word);
+    free(t);
+  }
+
+  /* "Die Bi@@ oth@@ ek ( $ ) ." written in some order, and the same words without the
+   * marks: the pictures lay out alike, one highlighted box per step, and the first has
+   * two legend lines more (the joiner mark, "@@"). */
+  static const struct intrus_ins_step steps[] = {{0, 9}, {0, 9}, {1, 9}, {0, 9},
+                                                 {3, 9}, {1, 9}, {2, 9}, {4, 9}};
+  const char *marked[] = {"\xef\xbf\xad.", "$", "\xef\xbf\xad)", "Die",
+                          "ek", "Bi@@", "oth@@", "\xef\xbf\xad("};
+  const char *plain[] = {".", "$", ")", "Die", "ek", "Bi", "oth", "("};
+  struct intrus_trace tm = {.len = 8, .steps = steps, .words = marked};
+  struct intrus_trace tp = {.len = 8, .steps = steps, .words = plain};
+  int when[8];
+  intrus_trace_relative_index(&tm, (double[8]){0}, when);
+  struct intrus_error err = {0};
+  const char *pm = test_tmp_path("marked.png"), *pp = test_tmp_path("plain.png");
+  EXPECT(intrus_trace_draw(pm, &tm, &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(intrus_trace_draw(pp, &tp, &err) == INTRUS_OK, "%s", err.msg);
+  check_png_layout(pm, &tm, when);
+  check_png_layout(pp, &tp, when);
+  int hm = png_height(pm), hp = png_height(pp);
+  EXPECT(hm > hp + 20 && hm < hp + 40, "the legend of marked words is two lines longer (%d, %d)",
+         hm, hp);
+  const char *sm = test_tmp_path("marked.svg");
+  EXPECT(intrus_trace_draw(sm, &tm, &err) == INTRUS_OK, "%s", err.msg);
+}
+
 static void test_pictures(void) {
   struct intrus_error err = {0};
   size_t n;
@@ -268,6 +352,7 @@ int main(void) {
   test_text();
   test_relative();
   test_pictures();
+  test_subword_pictures();
   test_remove_tmpdir();
   test_release_font_caches();
   return test_finish("test_trace");

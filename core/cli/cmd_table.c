@@ -252,7 +252,7 @@ int intrus_cmd_table(int argc, char **argv) {
                     "  scripts/build-mt-data.sh --out data/mt-full\n"
                     "  scripts/build-im2latex-data.sh --out data/im2latex-full\n"
                     "  scripts/build-caption-data.sh --out data/caption-full\n"
-                    "(README.md, \"Data\").\n",
+                    "(docs/guide.md, \"Data\").\n",
             a.dry_run ? " (--dry-run: the table would stop here)" : "");
     return rc;
   }

@@ -312,7 +312,7 @@ static enum intrus_status check_data(const char *cell, const char *cell_run,
         dataset_split_path(&d, splits[i], side ? d.tgt_lang : d.src_lang, path, sizeof path);
         if (access(path, R_OK) != 0)
           st = intrus_error_set(err, INTRUS_ERR_DATA,
-                                "%s: %s (the corpus of %s; the README's \"Data\" says how to "
+                                "%s: %s (the corpus of %s; docs/guide.md, \"Data\", says how to "
                                 "build it)", path, strerror(errno), experiment);
       }
     if (!st) st = intrus_run_check_test(cfg, run_dir, err);
@@ -325,7 +325,7 @@ static enum intrus_status check_data(const char *cell, const char *cell_run,
       snprintf(path, sizeof path, "%s/%s.img", d.dir, splits[i]);
       if (access(path, R_OK) != 0)
         st = intrus_error_set(err, INTRUS_ERR_DATA,
-                              "%s: %s (the image data of %s; the README's \"Data\" says how "
+                              "%s: %s (the image data of %s; docs/guide.md, \"Data\", says how "
                               "to build it)", path, strerror(errno), experiment);
     }
     if (!st) st = intrus_run_check_test(cfg, run_dir, err);

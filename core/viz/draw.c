@@ -63,6 +63,38 @@ char *draw_text(const char *s) {
   return d;
 }
 
+/* U+FFED, INTRUS_JOINER of intrus/text.h (the text layer, which viz does not use) */
+static const char joiner[] = "\xef\xbf\xad";
+
+char *draw_token_text(const char *s, bool *joined) {
+  char *d = draw_text(s);
+  const size_t jn = sizeof joiner - 1;
+  size_t k = 0;
+  *joined = false;
+  for (const char *p = d; *p;) {
+    if (strncmp(p, joiner, jn) == 0) {
+      *joined = true;
+      p += jn;
+    } else {
+      d[k++] = *p++;
+    }
+  }
+  d[k] = '\0';
+  return d;
+}
+
+/* The glyph U+FFED is a square about a third of an em wide, centred on the x-height. */
+#define JOINER_SIDE 0.34
+#define JOINER_GAP 0.12
+
+double draw_joiner_width(double size) { return (JOINER_SIDE + JOINER_GAP) * size; }
+
+void draw_joiner_mark(cairo_t *cr, double x, double y, double size) {
+  double side = JOINER_SIDE * size;
+  cairo_rectangle(cr, x, y - 0.27 * size - side / 2, side, side);
+  cairo_fill(cr);
+}
+
 enum intrus_status draw_png(const char *path, int w, int h, draw_paint_fn *paint, void *user,
                             const char *what, struct intrus_error *err) {
   struct draw_buf buf = {0};

@@ -96,12 +96,35 @@ void intrus_trace_relative_index(const struct intrus_trace *t, double *rel, int 
 #define ROW_GAP 2.0
 #define PNG_MAX 32767 /* cairo's limit on an image surface's side */
 
+#define LEGEND_SIZE 11.0
+#define LEGEND_GAP 8.0 /* between the last row and the legend */
+
+/* The legend under the rows: what a row is, and what the marks a reader meets in
+ * subword output mean (only those the picture has). */
+static const char LEGEND_ROWS[] =
+    "row n: the output after n insertions, the token inserted at step n boxed";
+static const char LEGEND_JOINER[] =
+    " before a token: no space between it and the token before it (the tokenizer's "
+    "joiner mark, U+FFED)";
+static const char LEGEND_BPE[] =
+    "@@ at a token's end: a subword piece, continued by the next token without a space";
+
 struct layout {
   int rows;
   double label_w, row_h, ascent, width, height;
   double img_top, img_scale; /* rows start img_top lower when an image is drawn */
   double *col_x, *col_w;  /* [len] */
+  const bool *joined;     /* [len, by step]: the word is drawn after a joiner mark */
+  int legend_lines;
+  const char *legend[3];
+  bool legend_mark[3]; /* the line starts with the joiner mark */
+  double legend_top, legend_h, legend_ascent;
 };
+
+/* How far a word of the rows moves the current point: its joiner mark and its text. */
+static double word_advance(cairo_t *cr, const char *w, bool joined) {
+  return (joined ? draw_joiner_width(FONT_SIZE) : 0) + draw_advance(cr, w);
+}
 
 /* Column widths come from the words' own extents, in both weights, since a column
  * shows its word in bold on one row and plain on the others. Measured unhinted, so
@@ -125,10 +148,11 @@ static void measure(const struct intrus_trace *t, const int *when, struct layout
   double x = MARGIN + L->label_w + 2 * PAD_X;
   for (int j = 0; j < t->len; j++) {
     const char *w = t->words[when[j]];
+    bool jn = L->joined[when[j]];
     draw_set_font(cr, FONT_SIZE, false);
-    double a = draw_advance(cr, w);
+    double a = word_advance(cr, w, jn);
     draw_set_font(cr, FONT_SIZE, true);
-    double b = draw_advance(cr, w);
+    double b = word_advance(cr, w, jn);
     L->col_x[j] = x;
     L->col_w[j] = (a > b ? a : b) + 2 * PAD_X;
     x += L->col_w[j] + COL_GAP;
@@ -139,6 +163,18 @@ static void measure(const struct intrus_trace *t, const int *when, struct layout
   }
   L->width = x - COL_GAP + MARGIN;
   L->height = 2 * MARGIN + L->rows * L->row_h + (L->rows - 1) * ROW_GAP;
+  draw_set_font(cr, LEGEND_SIZE, false);
+  cairo_font_extents(cr, &fe);
+  L->legend_ascent = fe.ascent;
+  L->legend_h = fe.ascent + fe.descent + 2;
+  L->legend_top = L->height - MARGIN + LEGEND_GAP;
+  for (int i = 0; i < L->legend_lines; i++) {
+    /* 3% over the unhinted width: a PNG draws with hinted metrics, a little wider. */
+    double lw = 2 * MARGIN + 1.03 * (draw_advance(cr, L->legend[i]) +
+                                     (L->legend_mark[i] ? draw_joiner_width(LEGEND_SIZE) : 0));
+    if (lw > L->width) L->width = lw;
+  }
+  L->height += LEGEND_GAP + L->legend_lines * L->legend_h;
   L->img_top = 0;
   if (t->image && t->image_height > 0 && t->image_width > 0) {
     /* A whole factor, so pixels stay sharp: small formula images grow to be readable,
@@ -150,6 +186,7 @@ static void measure(const struct intrus_trace *t, const int *when, struct layout
     if (iw > L->width) L->width = iw;
     L->img_top = t->image_height * k + MARGIN;
     L->height += L->img_top;
+    L->legend_top += L->img_top;
   }
   cairo_destroy(cr);
   cairo_surface_destroy(s);
@@ -222,9 +259,26 @@ static void draw(cairo_t *cr, const struct intrus_trace *t, const int *when,
       }
       draw_set_font(cr, FONT_SIZE, now);
       cairo_set_source_rgb(cr, now ? 0.0 : 0.15, now ? 0.0 : 0.15, now ? 0.0 : 0.15);
-      cairo_move_to(cr, L->col_x[j] + (L->col_w[j] - draw_advance(cr, w)) / 2, base);
+      bool jn = L->joined[when[j]];
+      double x = L->col_x[j] + (L->col_w[j] - word_advance(cr, w, jn)) / 2;
+      if (jn) {
+        draw_joiner_mark(cr, x, base, FONT_SIZE);
+        x += draw_joiner_width(FONT_SIZE);
+      }
+      cairo_move_to(cr, x, base);
       cairo_show_text(cr, w);
     }
+  }
+  draw_set_font(cr, LEGEND_SIZE, false);
+  cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
+  for (int i = 0; i < L->legend_lines; i++) {
+    double x = MARGIN, base = L->legend_top + i * L->legend_h + L->legend_ascent;
+    if (L->legend_mark[i]) {
+      draw_joiner_mark(cr, x, base, LEGEND_SIZE);
+      x += draw_joiner_width(LEGEND_SIZE);
+    }
+    cairo_move_to(cr, x, base);
+    cairo_show_text(cr, L->legend[i]);
   }
 }
 
@@ -245,9 +299,23 @@ enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace
   struct layout L = {.col_x = xmalloc(n * sizeof *L.col_x), .col_w = xmalloc(n * sizeof *L.col_w)};
   struct draw_buf buf = {0};
   char **shown = xcalloc(n, sizeof *shown);
+  bool *joined = xcalloc(n, sizeof *joined);
   enum intrus_status st = check_trace(t, path, when, err);
   if (st) goto done;
-  for (int s = 0; s < t->len; s++) shown[s] = draw_text(t->words[s]);
+  bool any_joined = false, any_bpe = false;
+  for (int s = 0; s < t->len; s++) {
+    shown[s] = draw_token_text(t->words[s], &joined[s]);
+    size_t k = strlen(shown[s]);
+    any_joined |= joined[s];
+    any_bpe |= k >= 2 && strcmp(shown[s] + k - 2, "@@") == 0;
+  }
+  L.joined = joined;
+  L.legend[L.legend_lines++] = LEGEND_ROWS;
+  if (any_joined) {
+    L.legend_mark[L.legend_lines] = true;
+    L.legend[L.legend_lines++] = LEGEND_JOINER;
+  }
+  if (any_bpe) L.legend[L.legend_lines++] = LEGEND_BPE;
   struct intrus_trace tr = {t->len, t->steps, (const char *const *)shown, t->image,
                             t->image_channels, t->image_height, t->image_width};
   t = &tr;
@@ -284,6 +352,7 @@ enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace
 done:
   for (size_t s = 0; s < n; s++) free(shown[s]);
   free(shown);
+  free(joined);
   free(buf.data);
   free(when);
   free(L.col_x);

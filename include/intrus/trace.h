@@ -40,8 +40,11 @@ void intrus_trace_relative_index(const struct intrus_trace *t, double *rel, int 
 
 /* Draws the steps as a picture: one row per step, each word in its final column, the
  * word inserted at that step highlighted; t->image, when given, above the rows (scaled
- * by a whole factor to at least 48 pixels high, at most the rows' width). The format follows path's extension: ".png"
- * or ".svg" (anything else is an error). Written to a temporary file and renamed. */
+ * by a whole factor to at least 48 pixels high, at most the rows' width); a legend
+ * under the rows. A word's joiner mark (U+FFED, which common fonts lack) is drawn as a
+ * small square of the picture's own; the legend says what it and a piece's "@@" mean
+ * when the words have them. The format follows path's extension: ".png" or ".svg"
+ * (anything else is an error). Written to a temporary file and renamed. */
 enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace *t,
                                      struct intrus_error *err);
 
