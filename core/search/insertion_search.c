@@ -26,7 +26,13 @@
  * parent, slot, token), and a slot is skipped only when its bound is strictly below
  * theta. The one assumption is a normalised token distribution; float rounding of a
  * scorer's softmax (log p(c | i) a few 1e-7 above 0) could in principle flip a near
- * tie. */
+ * tie.
+ *
+ * The finish bound. theta only compares children with children. The best finished
+ * hypothesis also decides: a child whose log p is so low that the search would stop
+ * after keeping it cannot change the result. insertion_search_finish.c derives the
+ * floor below which that holds (per slot at beam 1, for the whole step at a larger
+ * beam) and why it is exact; slots below it are skipped as those below theta are. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +43,6 @@
 #include "search_cut.h"
 #include "base/xalloc.h"
 #include "base/clock.h"
-
-/* Per normalisation step, how far above 1 a float distribution from a scorer may sum;
- * keeps the early stop a proof rather than a float coincidence. */
-#define NORM_SLACK 1e-5
 
 struct intrus_ins_search_opts intrus_ins_search_defaults(void) {
   return (struct intrus_ins_search_opts){.beam = 4, .alpha = 1.0f, .prune = true};
@@ -159,6 +161,7 @@ static bool collect(struct search *X, int b, int t) {
   }
   ins_search_string_bounds(S);
   double theta = theta_of(S, X->K);
+  if (S->floor > theta) theta = S->floor; /* the finish bound */
   /* Best bounds first, doubling the round each time, so theta rises before most
    * slots are looked at. */
   int quota = S->scored > X->K ? S->scored : X->K;
@@ -190,6 +193,18 @@ static bool collect(struct search *X, int b, int t) {
     queue_slot(X, b, t, W->sid);
   }
   return false;
+}
+
+/* The slots of S's expansion that theta alone would have scored but the finish bound
+ * skipped: unscored, with a bound at least theta once the rounds are over. */
+static long finish_skipped(struct search *X, struct sentence *S) {
+  if (!(S->floor > -INFINITY)) return 0;
+  ins_search_string_bounds(S);
+  double theta = theta_of(S, X->K);
+  long n = 0;
+  for (int sid = 0; sid < S->nslot; sid++)
+    n += !S->done[sid] && S->bound[sid] > -INFINITY && S->bound[sid] >= theta;
+  return n;
 }
 
 /* The cut of a row whose children could enter the full top list: -inf until it is
@@ -462,6 +477,9 @@ static enum intrus_status search_step(struct search *X, int t, bool *more,
     }
     if (!S->expand) continue;
     start_expansion(X, S, t);
+    S->floor = X->prune ? ins_search_finish_floor(S, t, X->K, X->min_len, X->finish_in_beam,
+                                                  X->denom)
+                        : -INFINITY;
     if (stats) stats->slots_total += S->nslot;
   }
 
@@ -500,6 +518,7 @@ static enum intrus_status search_step(struct search *X, int t, bool *more,
       S->active = false;
       continue;
     }
+    if (stats && X->prune) stats->slots_finish += finish_skipped(X, S);
     select_beam(X, S, t);
     S->active = can_improve(X, S, t + 1);
     *more |= S->active;

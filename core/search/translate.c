@@ -229,9 +229,12 @@ static enum intrus_status job_close(struct decode_job *j, enum intrus_status st,
       const struct intrus_ins_search_stats *t = &j->stats;
       fprintf(j->progress,
               "insertion search: %.1f s decoder (positions), %.1f s token softmax, %.1f s "
-              "selection; token softmax at %ld of %ld slots (%.1f%%)\n",
+              "selection; token softmax at %ld of %ld slots (%.1f%%; %.1f%% skipped, %.1f%% "
+              "of all for the finish bound alone)\n",
               t->positions_s, t->tokens_s, t->select_s, t->slots_scored, t->slots_total,
-              100.0 * t->slots_scored / (t->slots_total ? t->slots_total : 1));
+              100.0 * t->slots_scored / (t->slots_total ? t->slots_total : 1),
+              100.0 * (t->slots_total - t->slots_scored) / (t->slots_total ? t->slots_total : 1),
+              100.0 * t->slots_finish / (t->slots_total ? t->slots_total : 1));
       fflush(j->progress);
     }
     *out = j->res;

@@ -147,7 +147,9 @@ struct intrus_ins_search_opts {
   int beam;          /* hypotheses kept per sentence (default 4) */
   float alpha;       /* final score = log p / (len + 1)^alpha, len = output tokens (1) */
   bool prune;        /* compute token distributions only at slots whose position
-                        probability can still beat the beam's current worst (true) */
+                        probability can still beat the beam's current worst and, where
+                        the best finish so far ends the search after this step, keep it
+                        going; exact: the same result as without (true) */
   int min_len;       /* no hypothesis finishes with fewer tokens (0; benchmarks use it to
                         decode outputs of a fixed length) */
   bool canonical;     /* a slot never receives a copy of the token to its left (the
@@ -172,6 +174,8 @@ void intrus_ins_hyp_free(struct intrus_ins_hyp *h);
 struct intrus_ins_search_stats {
   double positions_s, tokens_s, select_s;  /* wall seconds in each part */
   long states, slots_total, slots_scored;  /* slots_scored < slots_total when pruning */
+  long slots_finish;  /* of the slots not scored, those only the finish bound skipped
+                         (theta, the beam-th best child, would have scored them) */
 };
 
 /* Beam search for nsent sentences together (sentence b is memory row b of the scorer):
