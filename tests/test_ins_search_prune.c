@@ -1,10 +1,11 @@
 /* The insertion beam search's pruning against no pruning, on the fake scorer of
  * ins_search_fixture.h: the same hypotheses, log-probabilities, scores and trajectories
  * bit for bit, over beams 1, 2 and 4, with and without finish_in_beam, canonical
- * searches, min_len, length normalisations alpha from -0.5 to 2, flat and peaked
+ * searches, min_len, length normalisations alpha from -0.5 to 2, finish penalties 0 and
+ * 1.5, flat and peaked
  * scorers, and scorers whose finish becomes near-certain at some length (where the
  * finish bound of insertion_search_finish.c skips slots); and, where a plain beam search
- * exists (not canonical, no min_len), the same as that brute force. The finish bound
+ * exists (not canonical, no min_len, no penalty), the same as that brute force. The finish bound
  * must skip slots theta alone would score, at beam 1 and at beam 4. */
 #include <math.h>
 #include <stdint.h>
@@ -31,7 +32,7 @@ struct setup {
   bool finish_len; /* the finish near-certain at lengths 3 and 4 */
   int beam, min_len;
   bool fib, canonical;
-  double alpha;
+  double alpha, beta; /* beta: search.finish_penalty */
   uint64_t seed;
 };
 
@@ -44,7 +45,8 @@ static void run(const struct setup *u, bool prune, struct intrus_ins_hyp *out,
   struct intrus_ins_scorer sc = scorer_of(f);
   struct intrus_ins_search_opts o = {.beam = u->beam, .alpha = (float)u->alpha,
                                      .prune = prune, .min_len = u->min_len,
-                                     .canonical = u->canonical, .finish_in_beam = u->fib};
+                                     .canonical = u->canonical, .finish_in_beam = u->fib,
+                                     .finish_penalty = u->beta};
   struct intrus_error err = {0};
   EXPECT(intrus_ins_beam_search(&sc, B, ms, &o, out, stats, &err) == INTRUS_OK, "%s", err.msg);
   EXPECT(f->bad == 0, "the search asked the scorer %d bad things", f->bad);
@@ -53,9 +55,10 @@ static void run(const struct setup *u, bool prune, struct intrus_ins_hyp *out,
 static void compare(const struct setup *u) {
   char what[160];
   snprintf(what, sizeof what,
-           "V %d peak %g finish_len %d beam %d min_len %d fib %d canonical %d alpha %g seed %llu",
+           "V %d peak %g finish_len %d beam %d min_len %d fib %d canonical %d alpha %g beta %g "
+           "seed %llu",
            u->vocab, u->peak, u->finish_len, u->beam, u->min_len, u->fib, u->canonical,
-           u->alpha, (unsigned long long)u->seed);
+           u->alpha, u->beta, (unsigned long long)u->seed);
   struct intrus_ins_hyp res[2][B];
   struct intrus_ins_search_stats st[2] = {{0}};
   struct fake f[2];
@@ -74,7 +77,7 @@ static void compare(const struct setup *u) {
            "%s sentence %d: pruning changed the result (length %d, logp %.17g vs length %d, "
            "logp %.17g)", what, b, res[0][b].len, res[0][b].logp, res[1][b].len,
            res[1][b].logp);
-    if (!u->canonical && u->min_len == 0) {
+    if (!u->canonical && u->min_len == 0 && u->beta == 0.0) {
       struct ref_hyp want;
       ref_beam(&f[1], b, ms[b], u->beam, u->alpha, u->fib, &want);
       EXPECT(res[1][b].len == want.len &&
@@ -111,13 +114,14 @@ int main(void) {
           for (int fib = 0; fib < 2; fib++)
             for (int canonical = 0; canonical < 2; canonical++)
               for (int min_len = 0; min_len <= 2; min_len += 2)
-                for (size_t a = 0; a < sizeof alphas / sizeof *alphas; a++) {
-                  struct setup u = {.vocab = scorers[s].vocab, .peak = scorers[s].peak,
-                                    .finish_len = fl, .beam = beams[bi], .min_len = min_len,
-                                    .fib = fib, .canonical = canonical, .alpha = alphas[a],
-                                    .seed = seeds[si]};
-                  compare(&u);
-                }
+                for (size_t a = 0; a < sizeof alphas / sizeof *alphas; a++)
+                  for (int pen = 0; pen < 2; pen++) {
+                    struct setup u = {.vocab = scorers[s].vocab, .peak = scorers[s].peak,
+                                      .finish_len = fl, .beam = beams[bi], .min_len = min_len,
+                                      .fib = fib, .canonical = canonical, .alpha = alphas[a],
+                                      .beta = 1.5 * pen, .seed = seeds[si]};
+                    compare(&u);
+                  }
   for (int k = 0; k < 3; k++)
     printf("beam %d: %ld of %ld slots scored with pruning (%ld without), %ld skipped for the "
            "finish bound alone\n", beams[k], scored[k], total[k], unpruned[k], finish[k]);

@@ -3,9 +3,10 @@
  * keeps. insertion_search.c prunes with it on top of theta (its comment at the top).
  *
  * After step t the search goes on only while can_improve() finds a length L in
- * [max(t + 1, min_len), max_steps] with (M + (L - t) NORM_SLACK) / (L + 1)^alpha > fscore,
- * M the log-sum-exp of the new beam, fscore the best finished score. So a new beam with
- *     M <= dead = min over L of  fscore (L + 1)^alpha - (L - t) NORM_SLACK
+ * [max(t + 1, min_len), max_steps] with (M - beta + (L - t) NORM_SLACK) / (L + 1)^alpha >
+ * fscore, M the log-sum-exp of the new beam, beta the finish penalty, fscore the best
+ * finished score (finishes penalised by beta). So a new beam with
+ *     M <= dead = min over L of  fscore (L + 1)^alpha - (L - t) NORM_SLACK + beta
  * ends the search. What that allows to skip depends on the beam:
  *
  * Beam 1. The new beam is the best child c*, M = its merged log p v*. A slot whose bound
@@ -41,7 +42,8 @@
 #include "insertion_search_internal.h"
 
 double ins_search_finish_floor(const struct sentence *S, int t, int K, int min_len,
-                               bool finish_in_beam, const double *denom) {
+                               bool finish_in_beam, double finish_penalty,
+                               const double *denom) {
   bool have = S->have;
   double fscore = S->fscore, cap = INFINITY;
   if (finish_in_beam)
@@ -56,7 +58,7 @@ double ins_search_finish_floor(const struct sentence *S, int t, int K, int min_l
   if (!have || !(fscore > -INFINITY)) return -INFINITY;
   double dead = INFINITY;
   for (int L = t + 1 > min_len ? t + 1 : min_len; L <= S->ms; L++) {
-    double d = fscore * denom[L] - (L - t) * NORM_SLACK;
+    double d = fscore * denom[L] - (L - t) * NORM_SLACK + finish_penalty;
     dead = d < dead ? d : dead;
   }
   if (dead < INFINITY) dead -= 1e-9 * (1.0 + fabs(dead));

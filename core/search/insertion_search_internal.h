@@ -89,9 +89,10 @@ void ins_search_index_ways(struct sentence *S);
 /* The finish bound of sentence S's expansion at step t (beam K; the search's min_len,
  * finish_in_beam and (len + 1)^alpha table): a value below which none of the step's
  * children can change the search's result, -inf where there is none. Call once the
- * step's finishes (S->fin, and without finish_in_beam their offers) and slot bounds
- * are known. */
+ * step's finishes (S->fin, penalised by finish_penalty, and without finish_in_beam
+ * their offers) and slot bounds are known. */
 double ins_search_finish_floor(const struct sentence *S, int t, int K, int min_len,
-                               bool finish_in_beam, const double *denom);
+                               bool finish_in_beam, double finish_penalty,
+                               const double *denom);
 
 #endif

@@ -157,6 +157,13 @@ struct intrus_ins_search_opts {
   bool finish_in_beam; /* a hypothesis's finished version counts only when its log p is at
                         least that of the worst child kept in the new beam at that step
                         (the reference code's eos_in_beam; false) */
+  int slots;         /* > 0: the token softmax only at each hypothesis's `slots` most
+                        probable slots (ties: the leftmost), an approximate search; at
+                        least `beam`. 0: every slot (exact; 0) */
+  double finish_penalty; /* >= 0, subtracted from every log p(finish) the search compares
+                        (the Insertion Transformer's EOS penalty): a finished hypothesis
+                        scores (logp - finish_penalty) / (len + 1)^alpha, and with
+                        finish_in_beam the penalised log p meets the kept child (0) */
 };
 struct intrus_ins_search_opts intrus_ins_search_defaults(void);
 
@@ -166,7 +173,7 @@ struct intrus_ins_hyp {
   int32_t *tokens;                /* [len], malloc'd */
   struct intrus_ins_step *steps;  /* [len] insertions in order, malloc'd */
   double logp;                    /* log p(output) including finish (merged paths summed) */
-  double score;                   /* logp / (len + 1)^alpha */
+  double score;                   /* (logp - finish_penalty) / (len + 1)^alpha */
 };
 void intrus_ins_hyp_free(struct intrus_ins_hyp *h);
 
