@@ -142,7 +142,8 @@ static void test_one_slot_greedy(uint64_t seed) {
       lp += (double)pos[slot] + tok[c];
       insert_at(y, t, slot, c);
     }
-    EXPECT(out[b].len == best_len && memcmp(out[b].tokens, best_y, (size_t)best_len * sizeof *best_y) == 0,
+    EXPECT(out[b].len == best_len &&
+               memcmp(out[b].tokens, best_y, (size_t)best_len * sizeof *best_y) == 0,
            "sentence %d: search.slots = 1 is not greedy at the best slot (length %d vs %d)", b,
            out[b].len, best_len);
     EXPECT(rel_err(out[b].score, best) <= 1e-9, "sentence %d: score %.12g vs %.12g", b,

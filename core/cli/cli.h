@@ -112,5 +112,7 @@ int intrus_cmd_analyze(int argc, char **argv);
 
 /* intrus analyze states (cmd_analyze_states.c): argv[0] is "states". */
 int intrus_analyze_states(int argc, char **argv);
+/* intrus analyze time (cmd_analyze_time.c): argv[0] is "time". */
+int intrus_analyze_time(int argc, char **argv);
 
 #endif
