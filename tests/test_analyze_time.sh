@@ -2,7 +2,7 @@
 # intrus analyze time on two tiny trained models (left-to-right and INTRUS, a few steps on
 # a slice of the bundled en-de data): every sentence decoded once per model, the buckets'
 # counts adding up to the sentences asked for, a PNG, a TSV that the TSV form draws again,
-# and bad arguments refused.
+# and bad arguments refused; and search.slots below train.valid_beam refused.
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
@@ -78,4 +78,14 @@ expect "-n 0 is refused" test $? -eq 2
 rc=$?
 expect "a run directory without a checkpoint is an error naming it" \
   sh -c "test $rc -ne 0 && grep -q nosuch bad.txt"
+# search.slots below the validation beam is refused before training, naming the settings
+# (the two decoders' experiments serve here for want of a shell test of search settings).
+sed 's/valid_bleu = 0;/valid_bleu = 0; valid_beam = 4;/; s/"at-ins"/"at-slots"/' ins.cfg \
+  | sed 's/@include "common.cfg"/@include "slots.cfg"/' > slots-exp.cfg
+sed 's/max_len_b = 5; };/max_len_b = 5; slots = 2; };/' common.cfg > slots.cfg
+"$intrus" train -q slots-exp.cfg -o run-slots > slots.txt 2>&1
+rc=$?
+expect "valid_beam above search.slots is refused" \
+  sh -c "test $rc -ne 0 && grep -q 'train.valid_beam: 4 is more than search.slots = 2' slots.txt"
+expect "nothing trained" test ! -f run-slots/checkpoint.ckpt
 finish test_analyze_time.sh

@@ -409,6 +409,11 @@ static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config 
                                 t->data.tgt_vocab_size, (uint64_t)t->seed, &t->model, err)) ||
       (st = translator_read_search(root, &t->search, err)))
     return st;
+  /* Refused now, not at the first validation decode. */
+  if (t->search.beam.slots > 0 && t->tc.valid_beam > t->search.beam.slots)
+    return intrus_cfg_error(train_cfg, "valid_beam", err,
+                            "%d is more than search.slots = %d (at least `beam` slots)",
+                            t->tc.valid_beam, t->search.beam.slots);
   if (intrus_model_is_insertion(t->model) != t->tc.has_phases)
     return t->tc.has_phases
                ? intrus_cfg_error(train_cfg, "phases", err,
