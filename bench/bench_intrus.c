@@ -20,7 +20,18 @@
  * (m) micro-batches (train.micro_batch_tokens): the INTRUS step of (a) whole and in pieces,
  *     arena peaks, time, and the difference of their gradients.
  *
- *   bench/bench_intrus [a|b|ab] [steps]
+ * (p) the insertion search's exact pruning (search.prune) against none, side by side in
+ *     one run: sentences/s, their ratio by wall and by CPU time (the process's, less
+ *     moved by other jobs on a shared machine), the share of slots whose token softmax was
+ *     skipped (and the share the finish bound alone skipped) at beam 1 and 4, batch 32,
+ *     outputs of 10 to L = 20 tokens ending where the search finishes them, and
+ *     whether the two searches' outputs are identical. An untrained model's flat
+ *     distributions leave nothing to prune, so (p) sharpens the insertion model of (b):
+ *     its token and position output layers scaled by 8 and 4, a stand-in for a trained
+ *     model's peaked distributions (its outputs would all be empty, so at least L / 2
+ *     tokens are asked for); a trained model's own shares come from `intrus decode`.
+ *
+ *   bench/bench_intrus [a|b|p|abp] [steps]
  *   bench/bench_intrus b BATCH BEAM L     (one configuration of (b))
  *   bench/bench_intrus m [steps [MICRO_BATCH_TOKENS]]   (default 2 steps, 1400 tokens)
  *   bench/bench_intrus t [FILE.tsv] */
@@ -344,6 +355,137 @@ static void bench_decoding(struct intrus_plugin_search *s, double peak, const in
   intrus_config_free(c2);
 }
 
+/* (p): one search configuration timed, its outputs hashed (lengths, tokens, trajectories
+ * and the bits of each log p) so that pruned and unpruned runs can be compared. */
+/* The process's CPU seconds (every thread): on a machine shared with other jobs, less
+ * moved by them than wall time. */
+static double cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Returns sentences per wall second; *cpu_rate sentences per CPU second. */
+static double prune_rate(struct intrus_model *m, int batch, int beam, int L, bool prune, int total,
+                         struct intrus_ins_search_stats *stats, uint64_t *hash, long *len_sum,
+                         double *cpu_rate) {
+  int32_t *src = malloc(sizeof(int32_t) * batch * L);
+  int *lens = malloc(sizeof(int) * batch), *max_steps = malloc(sizeof(int) * batch);
+  struct intrus_rng rng;
+  intrus_rng_seed(&rng, 11);
+  intrus_ctx *ctx = intrus_ctx_create(0);
+  struct intrus_error err = {0};
+  struct intrus_ins_hyp *h = calloc((size_t)batch, sizeof *h);
+  double t0 = 0, c0 = 0;
+  uint64_t x = 1469598103934665603ULL;
+#define MIX(v) (x = (x ^ (uint64_t)(v)) * 1099511628211ULL)
+  /* One untimed batch first, as in decode_rate(); every batch has its own sources. */
+  for (int done = -batch; done < total; done += batch) {
+    if (done == 0) t0 = now_s(), c0 = cpu_s();
+    for (int i = 0; i < batch * L; i++) src[i] = 4 + (int32_t)intrus_rng_below(&rng, V - 4);
+    for (int b = 0; b < batch; b++) lens[b] = L, max_steps[b] = L;
+    struct intrus_src_batch sb = {.batch = batch, .len = L, .tokens = src, .lens = lens};
+    intrus_ctx_reset(ctx);
+    struct ins_model_scorer sc;
+    struct intrus_ins_search_opts o = intrus_ins_search_defaults();
+    o.beam = beam;
+    o.prune = prune;
+    o.finish_in_beam = true; /* as the presets search */
+    o.min_len = L / 2;
+    if (ins_scorer_open(&sc, m, ctx, &sb, &err) ||
+        intrus_ins_beam_search(&sc.sc, batch, max_steps, &o, h, done >= 0 ? stats : NULL, &err))
+      die("insertion search", &err);
+    ins_scorer_close(&sc);
+    for (int b = 0; b < batch; b++) {
+      MIX(h[b].len);
+      if (done >= 0) *len_sum += h[b].len;
+      for (int i = 0; i < h[b].len; i++) MIX(h[b].tokens[i]), MIX(h[b].steps[i].slot);
+      uint64_t bits;
+      memcpy(&bits, &h[b].logp, sizeof bits);
+      MIX(bits);
+      intrus_ins_hyp_free(&h[b]);
+    }
+  }
+#undef MIX
+  double rate = total / (now_s() - t0);
+  *cpu_rate = total / (cpu_s() - c0);
+  *hash = x;
+  free(h);
+  intrus_ctx_destroy(ctx);
+  free(src);
+  free(lens);
+  free(max_steps);
+  return rate;
+}
+
+/* The CPU's model name from /proc/cpuinfo ("unknown" where it does not say). */
+static void cpu_name(char *buf, size_t n) {
+  snprintf(buf, n, "unknown");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  char line[512];
+  while (f && fgets(line, sizeof line, f)) {
+    char *c = strchr(line, ':');
+    if (strncmp(line, "model name", 10) != 0 || !c) continue;
+    c += 1 + strspn(c + 1, " \t");
+    c[strcspn(c, "\n")] = '\0';
+    snprintf(buf, n, "%s", c);
+    break;
+  }
+  if (f) fclose(f);
+}
+
+static void bench_pruning(struct intrus_plugin_search *s) {
+  enum { BATCH = 32, L = 20, TOTAL = 64, REPS = 2, SHARPEN_TOKEN = 8, SHARPEN_POS = 4 };
+  struct intrus_config *c;
+  struct intrus_model *m = make_model("insertion", s, &c);
+  void *self;
+  intrus_tensor *wt, *wp;
+  intrus_model_decoder(m, &self)->ins_output(self, &wt, &wp);
+  for (size_t i = 0; i < wt->n; i++) wt->data[i] *= SHARPEN_TOKEN;
+  for (size_t i = 0; i < wp->n; i++) wp->data[i] *= SHARPEN_POS;
+  char cpu_model[256];
+  cpu_name(cpu_model, sizeof cpu_model);
+  printf("(p) exact pruning of the insertion search against none (search.prune), on %s: batch "
+         "%d, %d sentences, outputs of %d to %d tokens, finish_in_beam; the model of (b) with "
+         "its token and position output layers x%d and x%d; best of %d alternating runs each\n",
+         cpu_model, BATCH, TOTAL, L / 2, L, SHARPEN_TOKEN, SHARPEN_POS, REPS);
+  printf("    %-4s %14s %14s %7s %14s %9s %13s %11s %10s\n", "beam", "pruned sent/s",
+         "none sent/s", "ratio", "per CPU second", "skipped", "finish bound", "mean length",
+         "outputs");
+  static const int beams[] = {1, 4};
+  for (int k = 0; k < 2; k++) {
+    struct intrus_ins_search_stats st[2] = {{0}};
+    uint64_t hash[2];
+    double rate[2] = {0, 0}, cpu[2] = {0, 0};
+    long len_sum[2] = {0, 0};
+    bool same = true;
+    /* Alternating, so that a spell of load on a shared machine falls on both sides. */
+    for (int r = 0; r < REPS; r++)
+      for (int p = 1; p >= 0; p--) {
+        struct intrus_ins_search_stats one = {0};
+        long ls = 0;
+        double xc, x = prune_rate(m, BATCH, beams[k], L, p, TOTAL, &one, &hash[p], &ls, &xc);
+        rate[p] = x > rate[p] ? x : rate[p];
+        cpu[p] = xc > cpu[p] ? xc : cpu[p];
+        if (r == 0) st[p] = one, len_sum[p] = ls;
+        if (p == 0) same &= hash[0] == hash[1];
+      }
+    double all = st[1].slots_total ? (double)st[1].slots_total : 1.0;
+    printf("    %-4d %14.2f %14.2f %6.2fx %13.2fx %8.1f%% %12.1f%% %11.1f %10s\n", beams[k],
+           rate[1], rate[0], rate[1] / rate[0], cpu[1] / cpu[0],
+           100.0 * (st[1].slots_total - st[1].slots_scored) / all,
+           100.0 * st[1].slots_finish / all, (double)len_sum[1] / TOTAL,
+           same ? "identical" : "DIFFER");
+    fflush(stdout);
+    if (!same) {
+      fprintf(stderr, "bench_intrus: pruning changed the outputs at beam %d\n", beams[k]);
+      exit(1);
+    }
+  }
+  intrus_model_destroy(m);
+  intrus_config_free(c);
+}
+
 /* (t): time per sentence against output length, both decoders, batch 1, beam 4. */
 static void bench_time(struct intrus_plugin_search *s, const char *tsv) {
   struct intrus_config *c1, *c2;
@@ -378,7 +520,7 @@ static void bench_time(struct intrus_plugin_search *s, const char *tsv) {
 int main(int argc, char **argv) {
   intrus_blas_restart_better(argv); /* as the intrus command does */
   intrus_malloc_keep_pages(); /* as the intrus CLI does */
-  const char *which = argc > 1 ? argv[1] : "ab";
+  const char *which = argc > 1 ? argv[1] : "abp";
   int steps = argc > 2 ? atoi(argv[2]) : 2, cell[3];
   bool one = argc == 5 && strcmp(which, "b") == 0;
   for (int i = 0; one && i < 3; i++)
@@ -387,7 +529,7 @@ int main(int argc, char **argv) {
   const int piece_tokens = micro && argc > 3 ? atoi(argv[3]) : 1400;
   if (timing) steps = 1; /* argv[2] is the TSV's name */
   if ((argc > 3 && !one && !(micro && argc == 4)) || piece_tokens < 1 || steps < 1) {
-    fprintf(stderr, "usage: bench_intrus [a|b|ab] [steps]\n       bench_intrus b BATCH BEAM L\n"
+    fprintf(stderr, "usage: bench_intrus [a|b|p|abp] [steps]\n       bench_intrus b BATCH BEAM L\n"
                     "       bench_intrus m [steps [MICRO_BATCH_TOKENS]]\n"
                     "       bench_intrus t [FILE.tsv]\n");
     return 2;
@@ -403,6 +545,7 @@ int main(int argc, char **argv) {
   else if (micro) bench_micro(s, steps, piece_tokens);
   if (!micro && !timing && strchr(which, 'a')) bench_training(s, peak, steps);
   if (!micro && !timing && strchr(which, 'b')) bench_decoding(s, peak, one ? cell : NULL);
+  if (!micro && !timing && !one && strchr(which, 'p')) bench_pruning(s);
   intrus_plugin_search_free(s);
   return 0;
 }

@@ -1,7 +1,9 @@
 /* Beam search against brute force on a tiny random model: with a beam as wide as the
  * space, the search must find the sequence that exhaustive enumeration scores best,
  * for every sentence of a batch; the decoder's incremental steps must give the same
- * log-probabilities as its teacher-forced training pass; beam 1 is greedy. */
+ * log-probabilities as its teacher-forced training pass; beam 1 is greedy; a finish
+ * penalty (search.finish_penalty) scores as brute force with the penalty says and
+ * lengthens outputs. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,16 +91,17 @@ struct best {
   int32_t y[8];
 };
 
-/* Every token string of length 0..max_len over {4, 5}. */
+/* Every token string of length 0..max_len over {4, 5}, scored (log p - beta) / (n + 1)^alpha
+ * (beta: the finish penalty). */
 static void exhaustive(struct intrus_model *m, intrus_ctx *ctx, const int32_t *src, int slen,
-                       int max_len, float alpha, struct best *b) {
+                       int max_len, float alpha, double beta, struct best *b) {
   b->score = -INFINITY;
   for (int n = 0; n <= max_len; n++)
     for (int code = 0; code < (1 << n); code++) {
       int32_t y[8];
       for (int i = 0; i < n; i++) y[i] = 4 + ((code >> i) & 1);
       double lp = forced_logp(m, ctx, src, slen, y, n);
-      double s = lp / pow(n + 1.0, alpha);
+      double s = (lp - beta) / pow(n + 1.0, alpha);
       if (s > b->score) {
         b->score = s;
         b->logp = lp;
@@ -108,25 +111,36 @@ static void exhaustive(struct intrus_model *m, intrus_ctx *ctx, const int32_t *s
     }
 }
 
-static void test_beam_equals_exhaustive(struct intrus_model *m, intrus_ctx *ctx, float alpha) {
+static int beta_longer; /* sentences a finish penalty made longer than without */
+
+static void test_beam_equals_exhaustive(struct intrus_model *m, intrus_ctx *ctx, float alpha,
+                                        double beta) {
   /* Three sentences of different lengths searched together; with a = 1, b = 0 their
    * length limits are 1, 2 and 3 tokens. */
   enum { B = 3, S = 3 };
   int32_t src[B * S] = {5, 0, 0, 6, 7, 0, 8, 4, 6};
   int lens[B] = {1, 2, 3};
   struct intrus_src_batch sb = {.batch = B, .len = S, .tokens = src, .lens = lens};
-  struct intrus_beam_opts o = {.beam = 16, .alpha = alpha, .max_len_a = 1.0f, .max_len_b = 0};
+  struct intrus_beam_opts o = {.beam = 16, .alpha = alpha, .max_len_a = 1.0f, .max_len_b = 0,
+                               .finish_penalty = beta};
   struct intrus_beam_result res[B];
   struct intrus_error err = {0};
   EXPECT(intrus_beam_search(m, ctx, &sb, &o, res, &err) == INTRUS_OK, "%s", err.msg);
   for (int b = 0; b < B; b++) {
     struct best want;
-    exhaustive(m, ctx, src + b * S, lens[b], lens[b], alpha, &want);
+    exhaustive(m, ctx, src + b * S, lens[b], lens[b], alpha, beta, &want);
+    struct best plain;
+    exhaustive(m, ctx, src + b * S, lens[b], lens[b], alpha, 0.0, &plain);
+    beta_longer += want.n > plain.n;
+    EXPECT(want.n >= plain.n, "sentence %d: a finish penalty shortened the best output", b);
     EXPECT(res[b].len == want.n, "sentence %d: length %d, exhaustive %d", b, res[b].len, want.n);
     EXPECT(res[b].len == want.n &&
                memcmp(res[b].tokens, want.y, (size_t)want.n * sizeof(int32_t)) == 0,
            "sentence %d: beam and exhaustive disagree on the tokens", b);
     EXPECT_NEAR(res[b].score, want.score, 1e-4);
+    if (beta >= 50.0)
+      EXPECT(res[b].len == lens[b], "sentence %d: a large finish penalty gives %d tokens of %d",
+             b, res[b].len, lens[b]);
     EXPECT_NEAR(res[b].logp, want.logp, 1e-4);
     free(res[b].tokens);
   }
@@ -178,8 +192,14 @@ int main(void) {
   struct intrus_model *m = make_model(&cfg);
   intrus_ctx *ctx = intrus_ctx_create(1 << 20);
   test_steps_match_training_pass(m, ctx);
-  test_beam_equals_exhaustive(m, ctx, 1.0f);
-  test_beam_equals_exhaustive(m, ctx, 0.0f);
+  test_beam_equals_exhaustive(m, ctx, 1.0f, 0.0);
+  test_beam_equals_exhaustive(m, ctx, 0.0f, 0.0);
+  /* search.finish_penalty: the scores change, the reported log p stays the model's. */
+  test_beam_equals_exhaustive(m, ctx, 0.5f, 0.0);
+  test_beam_equals_exhaustive(m, ctx, 0.5f, 0.7);
+  test_beam_equals_exhaustive(m, ctx, 0.5f, 2.0);
+  test_beam_equals_exhaustive(m, ctx, 0.5f, 50.0);
+  EXPECT(beta_longer > 0, "the finish penalty lengthened no output");
   test_greedy(m, ctx);
   intrus_ctx_destroy(ctx);
   intrus_model_destroy(m);

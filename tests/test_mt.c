@@ -192,8 +192,10 @@ static void test_cli_decode_and_run(void) {
   EXPECT_CONTAINS(out, "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.3.1");
   char *json = test_read_file(test_tmp_path("a/results.json"));
   EXPECT_CONTAINS(json, "\"BLEU\": ");
-  EXPECT_CONTAINS(json, "\"test_sentences\": 30");
+  EXPECT_CONTAINS(json, "\"test_sentences\": 30, \"test_decode_s\": ");
   EXPECT_CONTAINS(json, "\"test_checkpoint\": \"checkpoint.ckpt\"");
+  /* Run a validated with BLEU at steps 10 and 20 (valid_every = 10). */
+  EXPECT_CONTAINS(json, "\"valid_decodes\": 2, \"valid_decode_s\": ");
   EXPECT_CONTAINS(json, "\"fingerprint\": \"");
   free(json);
   test_cli_test_checkpoint();
@@ -275,10 +277,10 @@ static enum intrus_status train_probe(const char *cfg_path, const char *run, lon
   return st;
 }
 
-/* train.log's rows as fields: rows[i][0..6] = step loss lr tokens_per_s valid_loss
- * valid_bleu train_s. Returns the number of rows read (at most cap), -1 on a bad
- * header. */
-enum { LOG_FIELDS = 7 };
+/* train.log's rows as fields: rows[i][0..7] = step loss lr tokens_per_s valid_loss
+ * valid_bleu train_s valid_decode_s. Returns the number of rows read (at most cap), -1
+ * on a bad header. */
+enum { LOG_FIELDS = 8 };
 struct log_row {
   char f[LOG_FIELDS][32];
   int nf;
@@ -294,9 +296,10 @@ static int read_log(const char *run, struct log_row *rows, int cap) {
     return -1;
   }
   int got = -1;
-  static const char header[] = "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s";
+  static const char header[] =
+      "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\tvalid_decode_s";
   EXPECT(n > 0 && strcmp(lines[0], header) == 0, "%s: header '%s'", path, n ? lines[0] : "");
-  if (n > 0 && strlen(lines[0]) >= 8 && strcmp(lines[0] + strlen(lines[0]) - 8, "\ttrain_s") == 0) {
+  if (n > 0 && strcmp(lines[0], header) == 0) {
     got = 0;
     for (size_t i = 1; i < n && got < cap; i++, got++) {
       struct log_row *r = &rows[got];
@@ -351,6 +354,9 @@ static void test_valid_bleu_every(const char *data) {
     EXPECT(has == want_bleu && (want_bleu || rows[i].f[5][0] == '\0'),
            "step %s: valid_bleu '%s' (BLEU only at steps 10 and 20)", rows[i].f[0],
            rows[i].f[5]);
+    /* The seconds of each validation decode, on its row only. */
+    EXPECT(want_bleu ? number(rows[i].f[7], &v) && v >= 0 : rows[i].f[7][0] == '\0',
+           "step %s: valid_decode_s '%s'", rows[i].f[0], rows[i].f[7]);
   }
   if (n == 4)
     printf("valid_bleu_every 10: BLEU '%s' at 10 and '%s' at 20\n", rows[1].f[5], rows[3].f[5]);

@@ -43,6 +43,7 @@ struct run_scores {
   size_t sentences;
   char hyp_path[4200];
   char checkpoint[32]; /* the checkpoint that decoded it: checkpoint.ckpt or best.ckpt */
+  double decode_s;     /* wall seconds of the test decode alone (no loading, no scoring) */
 };
 /* What intrus run will read after training, checked before it: the test pair exists and
  * its two sides have the same number of lines (text data; nothing for synthetic).
@@ -82,6 +83,8 @@ struct cli_run_result {
   bool text; /* parallel text: scores holds the test set's */
   struct run_scores scores;
   char results_path[4200];
+  int valid_decodes;     /* validation decodes in train.log (every resume of the run) */
+  double valid_decode_s; /* and their seconds */
 };
 enum intrus_status cli_run_experiment(struct intrus_config *cfg, const struct cli_experiment *x,
                                       FILE *progress, long max_steps,
@@ -119,5 +122,7 @@ int intrus_cmd_distill(int argc, char **argv); /* cmd_distill.c */
 
 /* intrus analyze states (cmd_analyze_states.c): argv[0] is "states". */
 int intrus_analyze_states(int argc, char **argv);
+/* intrus analyze time (cmd_analyze_time.c): argv[0] is "time". */
+int intrus_analyze_time(int argc, char **argv);
 
 #endif

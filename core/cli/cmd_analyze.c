@@ -1,6 +1,5 @@
 /* intrus analyze order: relative generation index by word class (the paper's Figure 4),
  * from the order.tsv files of `intrus decode --trace`, as a table and a bar chart. */
-#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,7 +8,6 @@
 
 #include "cli.h"
 #include "viz/bars.h"
-#include "viz/plot.h"
 #include "viz/order_stats.h"
 #include "viz/pos_tag.h"
 
@@ -232,122 +230,14 @@ static int analyze_order(int argc, char **argv) {
   return INTRUS_EXIT_OK;
 }
 
-/* ---- intrus analyze time ----------------------------------------------------------- */
-
-static const char time_usage[] =
-    "Usage: intrus analyze time TIMES.tsv -o OUT.png [--title TEXT]\n"
-    "\n"
-    "Draws decoding time against output length, one curve per decoder, from the TSV that\n"
-    "'bench/bench_intrus t FILE.tsv' writes (header 'decoder length ms_per_sentence';\n"
-    "one row per decoder and length), and prints it as a table.\n";
-
-#define MAX_SERIES 8
-#define MAX_POINTS 256
-
-struct time_series {
-  char name[64];
-  size_t n;
-  double x[MAX_POINTS], y[MAX_POINTS];
-};
-
-static enum intrus_status read_times(const char *path, struct time_series *ts, int *nts,
-                                     struct intrus_error *err) {
-  FILE *f = fopen(path, "r");
-  if (!f) return intrus_error_set(err, INTRUS_ERR_IO, "%s: %s", path, strerror(errno));
-  char line[512];
-  long no = 0;
-  enum intrus_status st = INTRUS_OK;
-  *nts = 0;
-  while (!st && fgets(line, sizeof line, f)) {
-    no++;
-    line[strcspn(line, "\r\n")] = '\0';
-    if (no == 1) {
-      if (strcmp(line, "decoder\tlength\tms_per_sentence") != 0)
-        st = intrus_error_set(err, INTRUS_ERR_DATA, "%s:1: want the header 'decoder length "
-                              "ms_per_sentence' (tab-separated) of bench_intrus t", path);
-      continue;
-    }
-    char name[64];
-    double x, y;
-    int used = 0;
-    if (sscanf(line, "%63[^\t]\t%lf\t%lf%n", name, &x, &y, &used) != 3 || line[used] ||
-        !(x > 0) || !(y >= 0) || !isfinite(y)) {
-      st = intrus_error_set(err, INTRUS_ERR_DATA, "%s:%ld: not 'decoder, length > 0, "
-                            "milliseconds >= 0'", path, no);
-      break;
-    }
-    int k = 0;
-    while (k < *nts && strcmp(ts[k].name, name) != 0) k++;
-    if (k == *nts) {
-      if (k == MAX_SERIES) {
-        st = intrus_error_set(err, INTRUS_ERR_DATA, "%s:%ld: more than %d decoders", path, no,
-                              MAX_SERIES);
-        break;
-      }
-      snprintf(ts[k].name, sizeof ts[k].name, "%s", name);
-      ts[k].n = 0;
-      (*nts)++;
-    }
-    if (ts[k].n == MAX_POINTS) {
-      st = intrus_error_set(err, INTRUS_ERR_DATA, "%s:%ld: more than %d lengths for %s", path,
-                            no, MAX_POINTS, name);
-      break;
-    }
-    ts[k].x[ts[k].n] = x;
-    ts[k].y[ts[k].n++] = y;
-  }
-  if (!st && no == 0) st = intrus_error_set(err, INTRUS_ERR_DATA, "%s: empty", path);
-  if (!st && *nts == 0) st = intrus_error_set(err, INTRUS_ERR_DATA, "%s: no rows", path);
-  fclose(f);
-  return st;
-}
-
-static int analyze_time(int argc, char **argv) {
-  static const struct option longopts[] = {{"out", required_argument, NULL, 'o'},
-                                           {"title", required_argument, NULL, OPT_TITLE},
-                                           {"help", no_argument, NULL, 'h'},
-                                           {NULL, 0, NULL, 0}};
-  const char *out = NULL, *title = "Decoding time against output length";
-  optind = 1;
-  int c;
-  while ((c = getopt_long(argc, argv, "o:h", longopts, NULL)) != -1) {
-    switch (c) {
-    case 'o': out = optarg; break;
-    case OPT_TITLE: title = optarg; break;
-    case 'h': printf(time_usage); return INTRUS_EXIT_OK;
-    default: fprintf(stderr, time_usage); return INTRUS_EXIT_USAGE;
-    }
-  }
-  if (optind != argc - 1 || !out) {
-    fprintf(stderr, "intrus analyze time: expected one TSV and -o OUT.png\n%s", time_usage);
-    return INTRUS_EXIT_USAGE;
-  }
-  static struct time_series ts[MAX_SERIES];
-  int n = 0;
-  struct intrus_error err = {0};
-  if (read_times(argv[optind], ts, &n, &err)) return intrus_cli_fail("analyze time", &err);
-  struct plot_series ps[MAX_SERIES];
-  for (int k = 0; k < n; k++) {
-    ps[k] = (struct plot_series){ts[k].name, ts[k].n, ts[k].x, ts[k].y};
-    printf("%s:", ts[k].name);
-    for (size_t j = 0; j < ts[k].n; j++) printf(" %g:%.2f", ts[k].x[j], ts[k].y[j]);
-    printf("  (length:ms)\n");
-  }
-  if (intrus_plot_series(out, n, ps, "output length (tokens)", "milliseconds per sentence",
-                         title, 900, 560, &err))
-    return intrus_cli_fail("analyze time", &err);
-  printf("chart: %s\n", out);
-  return INTRUS_EXIT_OK;
-}
-
 int intrus_cmd_analyze(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "order") == 0) return analyze_order(argc - 1, argv + 1);
-  if (argc >= 2 && strcmp(argv[1], "time") == 0) return analyze_time(argc - 1, argv + 1);
+  if (argc >= 2 && strcmp(argv[1], "time") == 0) return intrus_analyze_time(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "states") == 0)
     return intrus_analyze_states(argc - 1, argv + 1);
   if (argc >= 2 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
     printf("Usage: intrus analyze order ORDER.tsv... [options]   word classes by generation "
-           "index\n       intrus analyze time TIMES.tsv -o OUT.png     decoding time by "
+           "index\n       intrus analyze time EXP.cfg... -i SRC -o OUT.png  decoding time by "
            "output length\n       intrus analyze states EXP.cfg -i SRC -r REF  an insertion "
            "model's loss by state (k / n)\n(each has --help)\n");
     return INTRUS_EXIT_OK;

@@ -13,6 +13,7 @@
 #include "config.h"
 #include "eval/score.h"
 #include "search/translate.h"
+#include "base/clock.h"
 
 static const char decode_usage[] =
     "Usage: intrus decode EXPERIMENT.cfg [options]\n"
@@ -342,8 +343,10 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
     if (progress)
       fprintf(progress, "decoding the test set (%zu images, beam %d) with %s\n", n, t.beam.beam,
               rs->checkpoint);
+    double t0 = mono_s();
     if ((st = translate_images(t.model, &t.data, &t.beam, images, progress, &hyps, NULL, err)))
       goto done;
+    rs->decode_s = mono_s() - t0;
     snprintf(path, sizeof path, "%s/test.hyp", run_dir);
     if ((st = write_lines(path, hyps, n, err)) ||
         (st = score_corpus_refs(search, "bleu", bleu, hyps, refs, nrefs, n, &rs->bleu, err)) ||
@@ -364,7 +367,9 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
   if (progress)
     fprintf(progress, "decoding the test set (%zu sentences, beam %d) with %s\n", test.n,
             t.beam.beam, rs->checkpoint);
+  double t0 = mono_s();
   if ((st = translator_run(&t, test.src, test.n, progress, &hyps, NULL, err))) goto done;
+  rs->decode_s = mono_s() - t0;
   snprintf(path, sizeof path, "%s/test.hyp", run_dir);
   if ((st = write_lines(path, hyps, test.n, err)) ||
       (st = score_corpus(search, "bleu", bleu, hyps, test.tgt, test.n, &rs->bleu, err)))

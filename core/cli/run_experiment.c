@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "cli_distill.h"
 #include "intrus/fileio.h"
+#include "train/run_log.h"
 
 static bool is_parallel(const struct intrus_config *cfg) {
   const intrus_cfg *data;
@@ -43,10 +44,15 @@ static enum intrus_status write_results(const struct cli_experiment *x,
   fprintf(f, ", \"steps\": %ld, \"train_loss\": %.6f, \"valid_loss\": %.6f", res->steps_done,
           res->last_loss, res->valid_loss);
   if (!isnan(res->valid_bleu)) fprintf(f, ", \"valid_bleu\": %.4f", res->valid_bleu);
+  /* Validation decodes over the whole run (every resume), from train.log. */
+  if (r->valid_decodes > 0)
+    fprintf(f, ", \"valid_decodes\": %d, \"valid_decode_s\": %.1f", r->valid_decodes,
+            r->valid_decode_s);
   if (r->text) {
     fprintf(f, ", \"test_checkpoint\": ");
     cli_json_string(f, r->scores.checkpoint);
-    fprintf(f, ", \"test_sentences\": %zu", r->scores.sentences);
+    fprintf(f, ", \"test_sentences\": %zu, \"test_decode_s\": %.1f", r->scores.sentences,
+            r->scores.decode_s);
     json_scores(f, "test", &r->scores.bleu);
     fputs(", \"bleu_signature\": ", f);
     cli_json_string(f, r->scores.bleu.signature);
@@ -82,5 +88,10 @@ enum intrus_status cli_run_experiment(struct intrus_config *cfg, const struct cl
   if (out->text && (st = intrus_run_test(cfg, x->run_dir, x->search, progress, &out->scores, err)))
     return st;
   snprintf(out->results_path, sizeof out->results_path, "%s/results.json", x->run_dir);
+  char log[sizeof out->results_path];
+  snprintf(log, sizeof log, "%s/train.log", x->run_dir);
+  if ((st = run_log_column_sum(log, "valid_decode_s", &out->valid_decode_s, &out->valid_decodes,
+                               err)))
+    return st;
   return write_results(x, out, fp, err);
 }

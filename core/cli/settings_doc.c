@@ -131,6 +131,8 @@ static const struct setting_doc experiment_settings[] = {
     {"search.max_len_b", "at most max_len_a x source length + max_len_b output tokens"},
     {"search.batch_tokens", "source tokens decoded together in one batch"},
     {"search.prune", "insertion search: skip a slot's token softmax when it cannot reach the beam (exact for the beam)"},
+    {"search.slots", "insertion search: score tokens only at each hypothesis's K most probable slots (approximate; 0: every slot, exact)"},
+    {"search.finish_penalty", "subtracted from log p(finish) (insertion) or log p(EOS) (left-to-right) in search: longer outputs"},
     {"search.finish_in_beam", "insertion search: finishing only when as good as the worst kept child (the reference code's eos_in_beam)"},
     {"search.max_src_len", "longer input lines are decoded from their first max_src_len subword tokens, with a warning"},
 

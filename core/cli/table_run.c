@@ -16,6 +16,7 @@
 #include "cli_distill.h"
 #include "table_run.h"
 #include "train/run_dir.h"
+#include "train/run_log.h"
 #include "text/dataset.h"
 #include "base/clock.h"
 #include "base/xalloc.h"
@@ -82,10 +83,14 @@ static bool log_rows_read(const char *run_dir, struct log_rows *r) {
   snprintf(path, sizeof path, "%s/train.log", run_dir);
   FILE *f = fopen(path, "r");
   if (!f) return false;
+  int col = -1; /* train_s by the header's name: later columns follow it */
   while (fgets(line, sizeof line, f)) {
-    const char *tab = strrchr(line, '\t');
-    if (line[0] < '0' || line[0] > '9' || !tab) continue;
-    struct log_row row = {strtol(line, NULL, 10), strtod(tab + 1, NULL)};
+    if (strncmp(line, "step\t", 5) == 0) col = run_log_column(line, "train_s");
+    const char *cell = line;
+    for (int i = 0; i < col && cell; i++)
+      if ((cell = strchr(cell, '\t'))) cell++;
+    if (line[0] < '0' || line[0] > '9' || col < 1 || !cell) continue;
+    struct log_row row = {strtol(line, NULL, 10), strtod(cell, NULL)};
     if (row.step <= 0 || !(row.secs > 0)) continue;
     while (r->n > 0 && r->row[r->n - 1].step >= row.step) r->n--;
     xgrow((void **)&r->row, &r->cap, r->n + 1, sizeof *r->row, 256);

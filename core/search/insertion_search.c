@@ -26,7 +26,13 @@
  * parent, slot, token), and a slot is skipped only when its bound is strictly below
  * theta. The one assumption is a normalised token distribution; float rounding of a
  * scorer's softmax (log p(c | i) a few 1e-7 above 0) could in principle flip a near
- * tie. */
+ * tie.
+ *
+ * The finish bound. theta only compares children with children. The best finished
+ * hypothesis also decides: a child whose log p is so low that the search would stop
+ * after keeping it cannot change the result. insertion_search_finish.c derives the
+ * floor below which that holds (per slot at beam 1, for the whole step at a larger
+ * beam) and why it is exact; slots below it are skipped as those below theta are. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,10 +43,6 @@
 #include "search_cut.h"
 #include "base/xalloc.h"
 #include "base/clock.h"
-
-/* Per normalisation step, how far above 1 a float distribution from a scorer may sum;
- * keeps the early stop a proof rather than a float coincidence. */
-#define NORM_SLACK 1e-5
 
 struct intrus_ins_search_opts intrus_ins_search_defaults(void) {
   return (struct intrus_ins_search_opts){.beam = 4, .alpha = 1.0f, .prune = true};
@@ -121,7 +123,8 @@ struct search {
   bool finish_in_beam;        /* a finish counts only against the step's kept children */
   bool canonical;             /* no copy of a slot's left token (intrus_ins_canonical) */
   bool prune;
-  double alpha;
+  int slots;                  /* search.slots: > 0, only each hypothesis's best slots */
+  double alpha, beta;         /* beta: search.finish_penalty */
   struct sentence *S;
   double *denom;              /* [max_ms + 1] (len + 1)^alpha */
   int *st_sent, *st_off;      /* the positions() batch */
@@ -132,6 +135,7 @@ struct search {
   int *run;                   /* [R + 1] where each sentence's requests start */
   float *tok_logp;
   int32_t *scratch;           /* [max_ms + 1] */
+  struct oslot *rank;         /* [max_ms + 1] with slots: one hypothesis's slots by log p */
 };
 
 static void queue_slot(struct search *X, int b, int t, int sid) {
@@ -159,6 +163,7 @@ static bool collect(struct search *X, int b, int t) {
   }
   ins_search_string_bounds(S);
   double theta = theta_of(S, X->K);
+  if (S->floor > theta) theta = S->floor; /* the finish bound */
   /* Best bounds first, doubling the round each time, so theta rises before most
    * slots are looked at. */
   int quota = S->scored > X->K ? S->scored : X->K;
@@ -192,6 +197,18 @@ static bool collect(struct search *X, int b, int t) {
   return false;
 }
 
+/* The slots of S's expansion that theta alone would have scored but the finish bound
+ * skipped: unscored, with a bound at least theta once the rounds are over. */
+static long finish_skipped(struct search *X, struct sentence *S) {
+  if (!(S->floor > -INFINITY)) return 0;
+  ins_search_string_bounds(S);
+  double theta = theta_of(S, X->K);
+  long n = 0;
+  for (int sid = 0; sid < S->nslot; sid++)
+    n += !S->done[sid] && S->bound[sid] > -INFINITY && S->bound[sid] >= theta;
+  return n;
+}
+
 /* The cut of a row whose children could enter the full top list: -inf until it is
  * full. */
 static float row_cut(const struct sentence *S, int K, double base) {
@@ -222,6 +239,17 @@ static void read_row(struct search *X, struct sentence *S, int t, int sid, float
   }
 }
 
+/* search.slots: leaves the bounds of hypothesis h's best X->slots slots (by log p(pos),
+ * the leftmost first among equals) and sets the others' to -inf, so that no round asks
+ * for them and no way through them counts. */
+static void keep_best_slots(struct search *X, struct sentence *S, int h, int t) {
+  if (X->slots <= 0 || X->slots >= t + 1) return;
+  double *b = S->bound + (size_t)h * (t + 1);
+  for (int i = 0; i <= t; i++) X->rank[i] = (struct oslot){b[i], i};
+  qsort(X->rank, (size_t)t + 1, sizeof *X->rank, slot_by_bound);
+  for (int k = X->slots; k <= t; k++) b[X->rank[k].sid] = -INFINITY;
+}
+
 /* Sets up sentence S's expansion at step t from this step's position log-probs. */
 static void start_expansion(struct search *X, struct sentence *S, int t) {
   S->nslot = S->live * (t + 1);
@@ -232,8 +260,13 @@ static void start_expansion(struct search *X, struct sentence *S, int t) {
       double u = S->logp[S->cur][h] + pl[i];
       S->bound[sid] = u == u ? u : -INFINITY;
       S->done[sid] = 0;
-      if (X->prune) S->order[sid] = (struct oslot){S->bound[sid], sid};
     }
+    keep_best_slots(X, S, h, t);
+    if (X->prune)
+      for (int i = 0; i <= t; i++) {
+        int sid = h * (t + 1) + i;
+        S->order[sid] = (struct oslot){S->bound[sid], sid};
+      }
   }
   if (X->prune) qsort(S->order, (size_t)S->nslot, sizeof *S->order, slot_by_bound);
   ins_search_build_special(S, t, X->canonical, X->scratch);
@@ -281,8 +314,8 @@ static void select_beam(struct search *X, struct sentence *S, int t) {
  * at most the set's probability, so no later string or finished hypothesis exceeds
  * M = log-sum-exp of the beam (per hypothesis would be wrong: merging can give a child
  * more probability than any one parent had). A finish at length L then scores at most
- * M / (L + 1)^alpha; the bound is taken per L, which is right for either sign of M and
- * of alpha, with NORM_SLACK per normalisation for float rounding. */
+ * (M - finish_penalty) / (L + 1)^alpha; the bound is taken per L, which is right for
+ * either sign of M and of alpha, with NORM_SLACK per normalisation for float rounding. */
 static bool can_improve(const struct search *X, const struct sentence *S, int t) {
   if (S->live == 0) return false;
   if (!S->have) return true;
@@ -293,7 +326,7 @@ static bool can_improve(const struct search *X, const struct sentence *S, int t)
   for (int h = 0; h < S->live; h++) sum += exp(lp[h] - mx);
   double M = mx + log(sum);
   for (int L = t > X->min_len ? t : X->min_len; L <= S->ms; L++)
-    if ((M + (L - t + 1) * NORM_SLACK) / X->denom[L] > S->fscore) return true;
+    if ((M - X->beta + (L - t + 1) * NORM_SLACK) / X->denom[L] > S->fscore) return true;
   return false;
 }
 
@@ -305,7 +338,8 @@ static void offer_finished(struct sentence *S, int h, int t, double logp, double
 static void offer_step_finishes(const struct search *X, struct sentence *S, int t,
                                 double kept) {
   for (int h = 0; h < S->live; h++)
-    if (S->fin[h] >= kept) offer_finished(S, h, t, S->fin[h], S->fin[h] / X->denom[t]);
+    if (S->fin[h] >= kept)
+      offer_finished(S, h, t, S->fin[h] + X->beta, S->fin[h] / X->denom[t]);
 }
 
 static void offer_finished(struct sentence *S, int h, int t, double logp, double score) {
@@ -355,6 +389,7 @@ static void search_free(struct search *X) {
   free(X->run);
   free(X->tok_logp);
   free(X->scratch);
+  free(X->rank);
 }
 
 static enum intrus_status search_alloc(struct search *X, const int *max_steps,
@@ -414,6 +449,7 @@ static enum intrus_status search_alloc(struct search *X, const int *max_steps,
   X->run = xmalloc((rows + 1) * sizeof *X->run);
   X->tok_logp = xmalloc(rows * (size_t)(X->V > 0 ? X->V : 1) * sizeof *X->tok_logp);
   X->scratch = xmalloc((size_t)(max_ms + 1) * sizeof *X->scratch);
+  if (X->slots > 0) X->rank = xmalloc((size_t)(max_ms + 1) * sizeof *X->rank);
   return INTRUS_OK;
 }
 
@@ -456,12 +492,18 @@ static enum intrus_status search_step(struct search *X, int t, bool *more,
     S->expand = t < S->ms && X->V > INTRUS_NUM_SPECIAL;
     for (int h = 0; h < S->live; h++) {
       bool may = t >= X->min_len || t >= S->ms;
+      /* The finish penalty counts wherever the finish is compared; the result keeps
+       * the model's log p. */
       double lf = S->logp[S->cur][h] + X->pos[(size_t)S->state[h] * (t + 2) + t + 1];
-      S->fin[h] = may ? lf : -INFINITY;
-      if (may && !(X->finish_in_beam && S->expand)) offer_finished(S, h, t, lf, lf / X->denom[t]);
+      S->fin[h] = may ? lf - X->beta : -INFINITY;
+      if (may && !(X->finish_in_beam && S->expand))
+        offer_finished(S, h, t, lf, S->fin[h] / X->denom[t]);
     }
     if (!S->expand) continue;
     start_expansion(X, S, t);
+    S->floor = X->prune ? ins_search_finish_floor(S, t, X->K, X->min_len, X->finish_in_beam,
+                                                  X->beta, X->denom)
+                        : -INFINITY;
     if (stats) stats->slots_total += S->nslot;
   }
 
@@ -500,6 +542,7 @@ static enum intrus_status search_step(struct search *X, int t, bool *more,
       S->active = false;
       continue;
     }
+    if (stats && X->prune) stats->slots_finish += finish_skipped(X, S);
     select_beam(X, S, t);
     S->active = can_improve(X, S, t + 1);
     *more |= S->active;
@@ -521,11 +564,22 @@ enum intrus_status intrus_ins_beam_search(const struct intrus_ins_scorer *sc, in
                             "insertion search: bad arguments (sentences %d, beam %d, alpha "
                             "%g, vocabulary %d)",
                             nsent, o.beam, (double)o.alpha, sc->vocab);
+  if (o.slots < 0 || (o.slots > 0 && o.slots < o.beam))
+    return intrus_error_set(err, INTRUS_ERR_INVALID,
+                            "insertion search: search.slots = %d must be 0 (every slot) or at "
+                            "least the beam (%d)",
+                            o.slots, o.beam);
+  if (!(o.finish_penalty >= 0.0) || !isfinite(o.finish_penalty))
+    return intrus_error_set(err, INTRUS_ERR_INVALID,
+                            "insertion search: search.finish_penalty = %g must be finite and "
+                            ">= 0",
+                            o.finish_penalty);
   if (nsent == 0) return INTRUS_OK;
   memset(out, 0, (size_t)nsent * sizeof *out);
   double start = mono_s(), pos_s = 0.0, tok_s = 0.0;
   struct search X = {.sc = sc, .K = o.beam, .V = sc->vocab, .nsent = nsent,
                      .prune = o.prune, .alpha = o.alpha, .min_len = o.min_len,
+                     .slots = o.slots, .beta = o.finish_penalty,
                      .finish_in_beam = o.finish_in_beam, .canonical = o.canonical};
   enum intrus_status st = search_alloc(&X, max_steps, err);
   bool more = true;

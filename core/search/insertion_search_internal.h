@@ -50,6 +50,8 @@ struct sentence {
   int nstr;
   struct cand *top;                  /* best `beam` non-special children, sorted */
   int ntop;
+  double floor;                      /* the finish bound: no child below it matters
+                                        (insertion_search_finish.c) */
   struct cand *pick;                 /* final candidates */
   size_t pick_cap;
   double *kth;                       /* [K] scratch for theta */
@@ -63,6 +65,10 @@ struct sentence {
   int32_t *ftok;
   struct intrus_ins_step *ftraj;
 };
+
+/* Per normalisation step, how far above 1 a float distribution from a scorer may sum;
+ * keeps the early stop a proof rather than a float coincidence. */
+#define NORM_SLACK 1e-5
 
 /* dst = src (t tokens) with token inserted at slot. */
 static inline void ins_search_copy(int32_t *dst, const int32_t *src, int t, int slot,
@@ -79,5 +85,14 @@ void ins_search_build_special(struct sentence *S, int t, bool canonical, int32_t
 void ins_search_string_bounds(struct sentence *S);
 /* Indexes the special ways by slot (way_off, way_idx). */
 void ins_search_index_ways(struct sentence *S);
+
+/* The finish bound of sentence S's expansion at step t (beam K; the search's min_len,
+ * finish_in_beam and (len + 1)^alpha table): a value below which none of the step's
+ * children can change the search's result, -inf where there is none. Call once the
+ * step's finishes (S->fin, penalised by finish_penalty, and without finish_in_beam
+ * their offers) and slot bounds are known. */
+double ins_search_finish_floor(const struct sentence *S, int t, int K, int min_len,
+                               bool finish_in_beam, double finish_penalty,
+                               const double *denom);
 
 #endif

@@ -44,8 +44,10 @@ static double length_norm(double logp, int len_with_eos, float alpha) {
 }
 
 /* Keeps the best n candidates of one sentence in cands (unsorted input, sorted output). */
+/* beta: the finish penalty, subtracted from EOS's log p (the cut stays valid: it only
+ * lowers a candidate). */
 static int top_candidates(const float *logp, const double *row_score, int row0, int per, int V,
-                          bool only_eos, bool no_eos, int n, struct cand *cands) {
+                          bool only_eos, bool no_eos, double beta, int n, struct cand *cands) {
   int count = 0;
   for (int r = 0; r < per; r++) {
     double base = row_score[row0 + r];
@@ -58,6 +60,7 @@ static int top_candidates(const float *logp, const double *row_score, int row0, 
       if (only_eos && v != INTRUS_EOS) continue;
       if (no_eos && v == INTRUS_EOS) continue;
       double s = base + lp[v];
+      if (v == INTRUS_EOS) s -= beta;
       if (!isfinite(s)) continue;
       struct cand c = {s, row0 + r, v};
       if (count < n) {
@@ -92,6 +95,11 @@ enum intrus_status intrus_beam_search(struct intrus_model *m, intrus_ctx *ctx,
                             "this decoder has no incremental mode, so beam search cannot run it");
   int B = src->batch, K = opts->beam, V = intrus_model_tgt_vocab(m), rows = B * K;
   if (K < 1) return intrus_error_set(err, INTRUS_ERR_INVALID, "beam must be at least 1");
+  const double beta = opts->finish_penalty;
+  if (!(beta >= 0.0) || !isfinite(beta))
+    return intrus_error_set(err, INTRUS_ERR_INVALID,
+                            "beam search: search.finish_penalty = %g must be finite and >= 0",
+                            beta);
   memset(out, 0, (size_t)B * sizeof *out);
   bool grad = intrus_ctx_grad_enabled(ctx);
   intrus_ctx_set_grad(ctx, false);
@@ -143,7 +151,7 @@ enum intrus_status intrus_beam_search(struct intrus_model *m, intrus_ctx *ctx,
       if (S->done) continue;
       bool only_eos = t >= S->max_len;
       bool no_eos = t < opts->min_len && !only_eos;
-      ncand[b] = top_candidates(logp, score, b * K, K, V, only_eos, no_eos, 2 * K,
+      ncand[b] = top_candidates(logp, score, b * K, K, V, only_eos, no_eos, beta, 2 * K,
                                 cands + (size_t)b * 2 * K);
     }
     for (int b = 0; b < B; b++) {
@@ -165,7 +173,7 @@ enum intrus_status intrus_beam_search(struct intrus_model *m, intrus_ctx *ctx,
         if (c->token == INTRUS_EOS) {
           if (S->nfin < K) {
             struct finished *f = &S->fin[S->nfin++];
-            f->logp = c->score;
+            f->logp = c->score + beta; /* the model's own log p */
             f->len = t;
             f->score = length_norm(c->score, t + 1, opts->alpha);
             f->tokens = malloc((size_t)(t ? t : 1) * sizeof *f->tokens);

@@ -9,8 +9,8 @@
 enum intrus_status translator_read_search(const intrus_cfg *root, struct translator *t,
                                           struct intrus_error *err) {
   const intrus_cfg *g;
-  long long beam, b, batch_tokens, max_src_len;
-  double alpha, a;
+  long long beam, b, batch_tokens, max_src_len, slots;
+  double alpha, a, beta;
   enum intrus_status st;
   t->beam = intrus_beam_defaults();
   t->batch_tokens = 2000;
@@ -28,8 +28,17 @@ enum intrus_status translator_read_search(const intrus_cfg *root, struct transla
                             &t->beam.finish_in_beam, err)) ||
       (st = intrus_cfg_int_range(g, "max_src_len", t->max_src_len, 1, 1 << 16, &max_src_len,
                                  err)) ||
+      (st = intrus_cfg_int_range(g, "slots", 0, 0, 1 << 20, &slots, err)) ||
+      (st = intrus_cfg_double_range(g, "finish_penalty", 0.0, 0.0, 1e6, &beta, err)) ||
       (st = intrus_cfg_check_unknown(g, err)))
     return st;
+  if (slots > 0 && slots < beam)
+    return intrus_cfg_error(g, "slots", err,
+                            "%lld slots is fewer than the beam (%lld): at least `beam` slots "
+                            "per hypothesis, or 0 for every slot",
+                            slots, beam);
+  t->beam.slots = (int)slots;
+  t->beam.finish_penalty = beta;
   t->beam.beam = (int)beam;
   t->beam.alpha = (float)alpha;
   t->beam.max_len_a = (float)a;
@@ -106,7 +115,8 @@ static enum intrus_status insertion_batch(struct intrus_model *model, intrus_ctx
     if (max_steps[b] < 0) max_steps[b] = 0;
   }
   struct intrus_ins_search_opts o = {.beam = beam->beam, .alpha = beam->alpha,
-                                     .prune = beam->prune,
+                                     .prune = beam->prune, .slots = beam->slots,
+                                     .finish_penalty = beam->finish_penalty,
                                      .finish_in_beam = beam->finish_in_beam,
                                      .canonical = intrus_model_canonical(model)};
   enum intrus_status st = ins_scorer_open(&sc, model, scratch, sb, err);
@@ -229,9 +239,12 @@ static enum intrus_status job_close(struct decode_job *j, enum intrus_status st,
       const struct intrus_ins_search_stats *t = &j->stats;
       fprintf(j->progress,
               "insertion search: %.1f s decoder (positions), %.1f s token softmax, %.1f s "
-              "selection; token softmax at %ld of %ld slots (%.1f%%)\n",
+              "selection; token softmax at %ld of %ld slots (%.1f%%; %.1f%% skipped, %.1f%% "
+              "of all for the finish bound alone)\n",
               t->positions_s, t->tokens_s, t->select_s, t->slots_scored, t->slots_total,
-              100.0 * t->slots_scored / (t->slots_total ? t->slots_total : 1));
+              100.0 * t->slots_scored / (t->slots_total ? t->slots_total : 1),
+              100.0 * (t->slots_total - t->slots_scored) / (t->slots_total ? t->slots_total : 1),
+              100.0 * t->slots_finish / (t->slots_total ? t->slots_total : 1));
       fflush(j->progress);
     }
     *out = j->res;

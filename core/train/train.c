@@ -422,6 +422,11 @@ static enum intrus_status trainer_setup(struct trainer *t, struct intrus_config 
       (st = intrus_warm_source_read(model_cfg, intrus_config_filename(cfg), &t->warm, err)) ||
       (st = translator_read_search(root, &t->search, err)))
     return st;
+  /* Refused now, not at the first validation decode. */
+  if (t->search.beam.slots > 0 && t->tc.valid_beam > t->search.beam.slots)
+    return intrus_cfg_error(train_cfg, "valid_beam", err,
+                            "%d is more than search.slots = %d (at least `beam` slots)",
+                            t->tc.valid_beam, t->search.beam.slots);
   if (intrus_model_is_insertion(t->model) != t->tc.has_phases)
     return t->tc.has_phases
                ? intrus_cfg_error(train_cfg, "phases", err,
@@ -538,7 +543,9 @@ static enum intrus_status trainer_start(struct trainer *t, struct intrus_config 
     if (t->step && (st = run_log_trim(path, t->step, err))) return st;
     if (!(t->log = fopen(path, t->step ? "a" : "w")))
       return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (!t->step) fprintf(t->log, "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\n");
+    if (!t->step)
+      fprintf(t->log,
+              "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\tvalid_decode_s\n");
   }
   t->ctx = intrus_ctx_create(0);
   if (t->tc.micro_tokens) t->bctx = intrus_ctx_create(0);
@@ -764,7 +771,7 @@ static enum intrus_status trainer_step(struct trainer *t, double *loss, struct i
 
 /* One progress line and one train.log row for the window since the last. */
 static void trainer_log(struct trainer *t, bool validated, double vloss, double vbleu,
-                        bool new_best, double train_s) {
+                        bool new_best, double train_s, double decode_s) {
   const struct intrus_train_options *opt = t->opt;
   long step = t->step;
   double now = mono_s(), tps = t->window_tokens / fmax(now - t->window_t, 1e-9);
@@ -788,7 +795,8 @@ static void trainer_log(struct trainer *t, bool validated, double vloss, double 
     fprintf(opt->progress, "loss %.4f  lr %.2e  %.0f tok/s  ETA %s", loss, lr, tps, eta);
     if (later > 0) fprintf(opt->progress, " (+%ld steps of later phases)", later);
     if (validated) fprintf(opt->progress, "  valid %.4f", vloss);
-    if (!isnan(vbleu)) fprintf(opt->progress, "  BLEU %.2f", vbleu);
+    if (!isnan(vbleu))
+      fprintf(opt->progress, "  BLEU %.2f (decoded in %.1f s)", vbleu, decode_s);
     if (new_best) fprintf(opt->progress, "  (best)");
     fputc('\n', opt->progress);
     fflush(opt->progress);
@@ -797,7 +805,9 @@ static void trainer_log(struct trainer *t, bool validated, double vloss, double 
   if (validated) fprintf(t->log, "%.6f", vloss);
   fputc('\t', t->log);
   if (!isnan(vbleu)) fprintf(t->log, "%.2f", vbleu);
-  fprintf(t->log, "\t%.1f\n", train_s);
+  fprintf(t->log, "\t%.1f\t", train_s);
+  if (!isnan(decode_s)) fprintf(t->log, "%.1f", decode_s);
+  fputc('\n', t->log);
   fflush(t->log);
   t->window_t = now;
   t->window_tokens = t->window_steps = 0;
@@ -811,7 +821,7 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
   const struct train_cfg *tc = &t->tc;
   bool validate_now = step % tc->valid_every == 0 || step == t->stop;
   bool bleu_now = validate_now && (step % tc->bleu_every == 0 || step == t->stop);
-  double vloss = NAN, vbleu = NAN, tv = mono_s();
+  double vloss = NAN, vbleu = NAN, decode_s = NAN, tv = mono_s();
   enum intrus_status st;
   if (validate_now &&
       (st = validate(t->model, t->ctx, t->scratch, &t->ph, &t->data, tc, (uint64_t)t->seed,
@@ -819,11 +829,13 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
     return st;
   /* Validation BLEU: rank 0 decodes, the others wait for its score. */
   if (bleu_now) {
+    double td = mono_s();
     st = dist_rank() == 0 ? validate_bleu(t->model, &t->data, tc, &t->search, t->opt->search,
                                           t->bleu_cfg, &vbleu, err)
                           : INTRUS_OK;
     if ((st = dist_agree(st, err))) return st;
     dist_bcast(&vbleu, sizeof vbleu);
+    if (bleu_measured(&t->data, tc)) decode_s = mono_s() - td;
   }
   /* A non-finite score would pass every comparison of the plateau rule and of best.ckpt
    * silently; the run stops here instead, before the checkpoint of this step. */
@@ -847,7 +859,7 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
   }
   const bool lead = dist_rank() == 0;
   if (lead && (step % tc->log_every == 0 || step == t->stop || validate_now))
-    trainer_log(t, validate_now, vloss, vbleu, new_best, train_s);
+    trainer_log(t, validate_now, vloss, vbleu, new_best, train_s, decode_s);
   if (validate_now) {
     t->res->valid_loss = vloss;
     t->res->valid_bleu = vbleu;

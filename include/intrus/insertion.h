@@ -147,7 +147,9 @@ struct intrus_ins_search_opts {
   int beam;          /* hypotheses kept per sentence (default 4) */
   float alpha;       /* final score = log p / (len + 1)^alpha, len = output tokens (1) */
   bool prune;        /* compute token distributions only at slots whose position
-                        probability can still beat the beam's current worst (true) */
+                        probability can still beat the beam's current worst and, where
+                        the best finish so far ends the search after this step, keep it
+                        going; exact: the same result as without (true) */
   int min_len;       /* no hypothesis finishes with fewer tokens (0; benchmarks use it to
                         decode outputs of a fixed length) */
   bool canonical;     /* a slot never receives a copy of the token to its left (the
@@ -155,6 +157,13 @@ struct intrus_ins_search_opts {
   bool finish_in_beam; /* a hypothesis's finished version counts only when its log p is at
                         least that of the worst child kept in the new beam at that step
                         (the reference code's eos_in_beam; false) */
+  int slots;         /* > 0: the token softmax only at each hypothesis's `slots` most
+                        probable slots (ties: the leftmost), an approximate search; at
+                        least `beam`. 0: every slot (exact; 0) */
+  double finish_penalty; /* >= 0, subtracted from every log p(finish) the search compares
+                        (the Insertion Transformer's EOS penalty): a finished hypothesis
+                        scores (logp - finish_penalty) / (len + 1)^alpha, and with
+                        finish_in_beam the penalised log p meets the kept child (0) */
 };
 struct intrus_ins_search_opts intrus_ins_search_defaults(void);
 
@@ -164,7 +173,7 @@ struct intrus_ins_hyp {
   int32_t *tokens;                /* [len], malloc'd */
   struct intrus_ins_step *steps;  /* [len] insertions in order, malloc'd */
   double logp;                    /* log p(output) including finish (merged paths summed) */
-  double score;                   /* logp / (len + 1)^alpha */
+  double score;                   /* (logp - finish_penalty) / (len + 1)^alpha */
 };
 void intrus_ins_hyp_free(struct intrus_ins_hyp *h);
 
@@ -172,6 +181,8 @@ void intrus_ins_hyp_free(struct intrus_ins_hyp *h);
 struct intrus_ins_search_stats {
   double positions_s, tokens_s, select_s;  /* wall seconds in each part */
   long states, slots_total, slots_scored;  /* slots_scored < slots_total when pruning */
+  long slots_finish;  /* of the slots not scored, those only the finish bound skipped
+                         (theta, the beam-th best child, would have scored them) */
 };
 
 /* Beam search for nsent sentences together (sentence b is memory row b of the scorer):

@@ -19,6 +19,11 @@ struct intrus_beam_opts {
   bool finish_in_beam; /* insertion models: see intrus_ins_search_opts (false) */
   bool prune;        /* insertion models: token softmax only at slots that can still enter
                         the beam (see intrus_ins_search_opts) */
+  int slots;         /* insertion models: token softmax only at each hypothesis's `slots`
+                        most probable slots (0 = every slot; see intrus_ins_search_opts) */
+  double finish_penalty; /* >= 0, subtracted from log p(EOS) / log p(finish) wherever the
+                        search compares it; results keep the model's log p, their score is
+                        (logp - finish_penalty) / (len + 1)^alpha (0) */
 };
 
 /* Defaults: beam 4, alpha 1, max length 2 * |src| + 3 (DESIGN section 4). */
@@ -28,7 +33,7 @@ struct intrus_beam_result {
   int32_t *tokens;   /* generation order, without EOS; malloc'd, free with free() */
   int len;
   double logp;       /* log p(tokens, EOS) */
-  double score;      /* logp / (len + 1)^alpha */
+  double score;      /* (logp - finish_penalty) / (len + 1)^alpha */
 };
 
 /* Beam search for every sentence of src. Candidates are every vocabulary entry except

@@ -1,0 +1,91 @@
+#!/bin/sh
+# intrus analyze time on two tiny trained models (left-to-right and INTRUS, a few steps on
+# a slice of the bundled en-de data): every sentence decoded once per model, the buckets'
+# counts adding up to the sentences asked for, a PNG, a TSV that the TSV form draws again,
+# and bad arguments refused; and search.slots below train.valid_beam refused.
+set -u
+. "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
+
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' 0
+cd "$tmp" || exit 1
+mkdir data
+for s in train:200 valid:20 test:20; do
+  split=${s%:*}
+  n=${s#*:}
+  for l in en de; do
+    gzip -dc "$src/data/mt/en-de/$split.$l.gz" | head -n "$n" > "data/$split.$l"
+  done
+done
+cat > common.cfg <<'EOF2'
+seed = 3;
+data: { kind = "parallel"; dir = "data"; src = "en"; tgt = "de"; bpe_merges = 100; max_len = 40; };
+search: { beam = 2; batch_tokens = 500; max_len_a = 1.0; max_len_b = 5; };
+EOF2
+cat > l2r.cfg <<'EOF2'
+@include "common.cfg"
+name = "at-l2r";
+model: { d_model = 32;
+  encoder: { plugin = "transformer"; layers = 1; heads = 2; ff = 64; dropout = 0.0; };
+  decoder: { plugin = "autoregressive"; layers = 1; heads = 2; ff = 64; dropout = 0.0; };
+};
+train: { steps = 20; batch_tokens = 400; lr = 3e-3; warmup = 5; log_every = 10;
+  valid_every = 20; valid_bleu = 0; };
+EOF2
+cat > ins.cfg <<'EOF2'
+@include "common.cfg"
+name = "at-ins";
+model: { d_model = 32; canonical = true;
+  encoder: { plugin = "transformer"; layers = 1; heads = 2; ff = 64; dropout = 0.0; };
+  decoder: { plugin = "insertion"; layers = 1; heads = 2; ff = 64; dropout = 0.0; };
+};
+train: { batch_tokens = 400; lr = 3e-3; warmup = 5; log_every = 10; valid_every = 20;
+  valid_bleu = 0;
+  phases = ( { name = "pretrain"; order = { plugin = "uniform"; }; loss = "uniform";
+               states = "one"; steps = 20; } ); };
+EOF2
+for x in l2r ins; do
+  "$intrus" train -q "$x.cfg" -o "run-$x" > "train-$x.txt" 2>&1
+  expect "$x trains" test $? -eq 0
+done
+
+"$intrus" analyze time l2r.cfg ins.cfg --run-dir run-l2r --run-dir run-ins -L left-to-right \
+  -i data/test.en -n 12 -w 3 -o time.png --tsv time.tsv -q > out.txt 2> err.txt
+rc=$?
+expect "analyze time runs" test $rc -eq 0
+cat err.txt
+cat out.txt
+expect "the chart is a PNG" sh -c 'head -c 8 time.png | od -An -c | grep -q "P   N   G"'
+expect "a label names the first decoder, the experiment's name the second" \
+  sh -c 'grep -q "^| left-to-right | " out.txt && grep -q "^| at-ins | " out.txt'
+for dec in left-to-right at-ins; do
+  n=$(awk -F'|' -v d=" $dec " '$2 == d { s += $4 } END { print s + 0 }' out.txt)
+  expect "$dec: the buckets hold the 12 sentences ($n)" test "$n" -eq 12
+  expect "$dec: a speed line" grep -q "^$dec: 12 sentences in .* sentences/s at batch 1$" out.txt
+done
+expect "buckets are 3 tokens wide" grep -q "^| at-ins | [0-9]*-[0-9]* |" out.txt
+expect "the TSV's header" sh -c 'head -1 time.tsv | grep -q "^decoder	length	ms_per_sentence$"'
+rows=$(grep -c "^| \(left-to-right\|at-ins\) |" out.txt)
+expect "the TSV has a row per bucket" test "$(($(wc -l < time.tsv) - 1))" -eq "$rows"
+"$intrus" analyze time time.tsv -o again.png > again.txt 2>&1
+expect "the TSV form draws the TSV" sh -c 'test $? -eq 0 && test -s again.png'
+
+"$intrus" analyze time l2r.cfg -o x.png > bad.txt 2>&1
+expect "an experiment without -i is a usage error" test $? -eq 2
+"$intrus" analyze time l2r.cfg -i data/test.en -n 0 -o x.png > bad.txt 2>&1
+expect "-n 0 is refused" test $? -eq 2
+"$intrus" analyze time l2r.cfg --run-dir nosuch -i data/test.en -o x.png > bad.txt 2>&1
+rc=$?
+expect "a run directory without a checkpoint is an error naming it" \
+  sh -c "test $rc -ne 0 && grep -q nosuch bad.txt"
+# search.slots below the validation beam is refused before training, naming the settings
+# (the two decoders' experiments serve here for want of a shell test of search settings).
+sed 's/valid_bleu = 0;/valid_bleu = 0; valid_beam = 4;/; s/"at-ins"/"at-slots"/' ins.cfg \
+  | sed 's/@include "common.cfg"/@include "slots.cfg"/' > slots-exp.cfg
+sed 's/max_len_b = 5; };/max_len_b = 5; slots = 2; };/' common.cfg > slots.cfg
+"$intrus" train -q slots-exp.cfg -o run-slots > slots.txt 2>&1
+rc=$?
+expect "valid_beam above search.slots is refused" \
+  sh -c "test $rc -ne 0 && grep -q 'train.valid_beam: 4 is more than search.slots = 2' slots.txt"
+expect "nothing trained" test ! -f run-slots/checkpoint.ckpt
+finish test_analyze_time.sh
