@@ -42,12 +42,13 @@ sed -e 's/steps = 200; },/steps = 25; },/' -e 's/steps = 200; }/steps = 25; }/' 
   "$src/experiments/toy-intrus.cfg" > intrus.cfg
 
 # same_losses LOG-A LOG-B: every step's loss (column 2) within 1e-5 relative (plus the
-# log's 6 decimals), and the same steps.
+# log's 6 decimals), and the same steps. Both logs have the header's columns, however
+# many train.log has.
 same_losses() {
   paste "$1" "$2" | awk -F'\t' '
-    NR == 1 { next }
-    { n++; a = $2; b = $9; d = a - b; if (d < 0) d = -d; m = a < 0 ? -a : a
-      if ($1 != $8 || d > 1e-5 * m + 1e-6) { bad++; if (bad < 4) print "step " $1 ": " a " vs " b } }
+    NR == 1 { k = NF / 2; next }   # the header: each log has k columns
+    { n++; a = $2; b = $(k + 2); d = a - b; if (d < 0) d = -d; m = a < 0 ? -a : a
+      if ($1 != $(k + 1) || d > 1e-5 * m + 1e-6) { bad++; if (bad < 4) print "step " $1 ": " a " vs " b } }
     END { print n " steps compared"; exit (bad > 0 || n == 0) }'
 }
 
