@@ -9,14 +9,7 @@ set -u
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' 0
 cd "$tmp" || exit 1
-mkdir data
-for s in train:200 valid:20 test:20; do
-  split=${s%:*}
-  n=${s#*:}
-  for l in en de; do
-    gzip -dc "$src/data/mt/en-de/$split.$l.gz" | head -n "$n" > "data/$split.$l"
-  done
-done
+en_de_slice data 200 20 20
 cat > common.cfg <<'EOF2'
 seed = 3;
 data: { kind = "parallel"; dir = "data"; src = "en"; tgt = "de"; bpe_merges = 100; max_len = 40; };

@@ -15,14 +15,7 @@ tmp=$(mktemp -d) || exit 1
 trap 'kill -9 $bg 2>/dev/null; rm -rf "$tmp"' 0
 bg=
 cd "$tmp" || exit 1
-mkdir data
-for s in train:300 valid:40 test:40; do
-  split=${s%:*}
-  n=${s#*:}
-  for l in en de; do
-    gzip -dc "$src/data/mt/en-de/$split.$l.gz" | head -n "$n" > "data/$split.$l"
-  done
-done
+en_de_slice data 300 40 40
 gzip data/valid.de # copied as it is, gzip or not
 model='model: { d_model = 32; order = "l2r";
   encoder: { plugin = "transformer"; layers = 1; heads = 2; ff = 64; dropout = 0.0; };

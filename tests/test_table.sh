@@ -15,14 +15,7 @@ trap 'kill -9 $bg 2>/dev/null; rm -rf "$tmp"; [ -z "$exe" ] || rm -f "$exe"' 0
 bg=
 exe=
 cd "$tmp" || exit 1
-mkdir data
-for s in train:400 valid:40 test:40; do
-  split=${s%:*}
-  n=${s#*:}
-  for l in en de; do
-    gzip -dc "$src/data/mt/en-de/$split.$l.gz" | head -n "$n" > "data/$split.$l"
-  done
-done
+en_de_slice data 400 40 40
 cat > common.cfg <<'EOF'
 seed = 3;
 data: { kind = "parallel"; dir = "data"; src = "en"; tgt = "de"; bpe_merges = 200; max_len = 40; };

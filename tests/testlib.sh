@@ -17,3 +17,17 @@ finish() {
   echo "$1: $checks checks, $fails failed${2:+ ($2)}"
   [ $fails -eq 0 ]
 }
+
+# en_de_slice DIR TRAIN VALID TEST: the first lines of the bundled en-de corpus's splits
+# (train.en/de, valid.*, test.*) as plain files in DIR, a small corpus for a test.
+en_de_slice() {
+  local dir=$1 s split n l
+  mkdir -p "$dir"
+  for s in train:$2 valid:$3 test:$4; do
+    split=${s%:*}
+    n=${s#*:}
+    for l in en de; do
+      gzip -dc "$src/data/mt/en-de/$split.$l.gz" | head -n "$n" > "$dir/$split.$l"
+    done
+  done
+}
