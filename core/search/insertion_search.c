@@ -293,7 +293,9 @@ static void select_beam(struct search *X, struct sentence *S, int t) {
     const struct way *W = &S->ways[I->best];
     S->pick[n++] = (struct cand){I->lo, W->sid / (t + 1), W->sid % (t + 1), W->token};
   }
-  qsort(S->pick, n, sizeof *S->pick, cand_qsort);
+  /* A step whose every slot was pruned has no candidates, and pick may still be NULL:
+   * qsort's pointer must not be (UBSan's nonnull check). */
+  if (n > 1) qsort(S->pick, n, sizeof *S->pick, cand_qsort);
   int nb = n < (size_t)X->K ? (int)n : X->K, cur = S->cur, nxt = 1 - cur;
   if (X->finish_in_beam) offer_step_finishes(X, S, t, nb ? S->pick[nb - 1].score : -INFINITY);
   size_t ms = (size_t)S->ms;
