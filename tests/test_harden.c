@@ -348,8 +348,8 @@ static void test_small_ones(void) {
          "-n below the step reached: %s", out);
   EXPECT_CONTAINS(out, "already trained to step 2");
 
-  /* Empty input decodes to empty output; --trace on a left-to-right model is a usage
-   * error. */
+  /* Empty input decodes to empty output; --trace on a left-to-right model writes its
+   * order (a token appended a step: relative index 0 first, 1 last). */
   test_write_file(test_tmp_path("empty.txt"), "");
   rc = test_run_intrus(test_tmpdir, "decode text.cfg -o fresh -i empty.txt -q", out, sizeof out);
   EXPECT(rc == 0 && out[0] == '\0', "empty input: exit %d, output '%s'", rc, out);
@@ -357,7 +357,29 @@ static void test_small_ones(void) {
   EXPECT(rc == 0 && out[0] == '\0', "empty stdin: exit %d, output '%s'", rc, out);
   rc = test_run_intrus(test_tmpdir, "decode text.cfg -o fresh -i text/test.en -t tr -q", out,
                        sizeof out);
-  EXPECT(rc == 2, "--trace on an autoregressive model: exit %d: %s", rc, out);
+  EXPECT(rc == 0, "--trace on an autoregressive model: exit %d: %s", rc, out);
+  {
+    char *order = test_read_file(test_tmp_path("tr/order.tsv"));
+    EXPECT(order && strncmp(order, "sentence\tposition\ttoken\tstep\t", 29) == 0,
+           "--trace on an autoregressive model: order.tsv '%.60s'", order ? order : "(none)");
+    /* Row k of a sentence (position k, 1-based) was written at step k - 1. */
+    int rows = 0, wrong = 0;
+    for (char *line = order ? strchr(order, '\n') : NULL; line && line[1];
+         line = strchr(line + 1, '\n')) {
+      long sent;
+      int pos, step;
+      char tok[256];
+      if (sscanf(line + 1, "%ld\t%d\t%255s\t%d", &sent, &pos, tok, &step) != 4) {
+        wrong++;
+        continue;
+      }
+      rows++;
+      wrong += step != pos - 1;
+    }
+    EXPECT(rows > 0 && wrong == 0,
+           "--trace on an autoregressive model: %d rows, %d not step = position - 1", rows, wrong);
+    free(order);
+  }
 
   /* One very long input line is cut to search.max_src_len subwords, with a warning
    * naming the file and line (it asked for a terabyte and aborted). */

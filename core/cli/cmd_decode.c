@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "trace_files.h"
 #include "intrus/trace.h"
 #include "config.h"
 #include "eval/score.h"
@@ -30,7 +31,8 @@ static const char decode_usage[] =
     "  -O, --output FILE      detokenised translations (default: stdout)\n"
     "  -c, --checkpoint FILE  (default: RUN_DIR/checkpoint.ckpt)\n"
     "  -b, --beam N           override the beam size\n"
-    "  -t, --trace DIR        insertion models: write how each output was written to DIR:\n"
+    "  -t, --trace DIR        write how each output was written to DIR (a left-to-right\n"
+    "                         model appends a token a step, right-to-left prepends):\n"
     "                         trace.txt (every sentence's states, one line per step),\n"
     "                         order.tsv (the relative generation index of every output\n"
     "                         token) and sentence-N.png / .svg pictures (image-N.* for\n"
@@ -39,84 +41,6 @@ static const char decode_usage[] =
     "  -p, --plugin-path DIRS colon-separated plugin directories searched first\n"
     "  -q, --quiet            no progress lines\n"
     "  -h, --help             this help\n";
-
-/* Writes a memory stream's contents to path atomically and closes the stream. */
-static enum intrus_status flush_memstream(FILE *f, char **buf, size_t *len, const char *path,
-                                          struct intrus_error *err) {
-  if (fclose(f) != 0) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-  enum intrus_status st = intrus_file_write_atomic(path, *buf, *len, err);
-  free(*buf);
-  *buf = NULL;
-  return st;
-}
-
-/* Decoding order of every line: DIR/trace.txt, DIR/order.tsv, and pictures of the first
- * `pictures` lines (with the input image above the steps when the inputs are images). */
-static enum intrus_status write_traces(const char *dir, const struct dataset *data,
-                                       const struct dataset_image_input *images,
-                                       const struct intrus_ins_hyp *traj, size_t n, long pictures,
-                                       struct intrus_error *err) {
-  if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-    return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot create directory: %s", dir,
-                            strerror(errno));
-  char *tbuf = NULL, *obuf = NULL, path[4200];
-  size_t tlen = 0, olen = 0;
-  FILE *text = open_memstream(&tbuf, &tlen), *order = open_memstream(&obuf, &olen);
-  enum intrus_status st = INTRUS_OK;
-  if (!text || !order) {
-    if (text) fclose(text);
-    if (order) fclose(order);
-    free(tbuf);
-    free(obuf);
-    return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-  }
-  fprintf(order, "sentence\tposition\ttoken\tstep\trelative_index\n");
-  for (size_t i = 0; i < n && !st; i++) {
-    const struct intrus_ins_hyp *h = &traj[i];
-    const char **words = malloc((size_t)(h->len ? h->len : 1) * sizeof *words);
-    double *rel = malloc((size_t)(h->len ? h->len : 1) * sizeof *rel);
-    int *when = malloc((size_t)(h->len ? h->len : 1) * sizeof *when);
-    if (!words || !rel || !when) {
-      st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-    } else {
-      for (int t = 0; t < h->len; t++) {
-        const char *w = intrus_vocab_token(data->tgt_vocab, h->steps[t].token);
-        words[t] = w ? w : "<unk>";
-      }
-      struct intrus_trace tr = {.len = h->len, .steps = h->steps, .words = words};
-      st = intrus_trace_write_text(text, NULL, (int)i + 1, &tr, err);
-      intrus_trace_relative_index(&tr, rel, when);
-      for (int j = 0; j < h->len && !st; j++) {
-        const char *w = intrus_vocab_token(data->tgt_vocab, h->tokens[j]);
-        fprintf(order, "%zu\t%d\t%s\t%d\t%.4f\n", i + 1, j + 1, w ? w : "<unk>", when[j],
-                rel[j]);
-      }
-      float *pix = NULL;
-      if (images && (long)i < pictures) {
-        pix = dataset_images_input_pixels(data, images, i, &tr.image_channels, &tr.image_height,
-                                          &tr.image_width);
-        if (!pix) st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-        tr.image = pix;
-      }
-      for (const char *ext = ".png"; !st && (long)i < pictures && ext;
-           ext = strcmp(ext, ".png") == 0 ? ".svg" : NULL) {
-        snprintf(path, sizeof path, "%s/%s-%zu%s", dir, images ? "image" : "sentence", i + 1,
-                 ext);
-        st = intrus_trace_draw(path, &tr, err);
-      }
-      free(pix);
-    }
-    free(words);
-    free(rel);
-    free(when);
-  }
-  snprintf(path, sizeof path, "%s/trace.txt", dir);
-  enum intrus_status st2 = flush_memstream(text, &tbuf, &tlen, path, err);
-  if (!st) st = st2;
-  snprintf(path, sizeof path, "%s/order.tsv", dir);
-  st2 = flush_memstream(order, &obuf, &olen, path, st ? NULL : err);
-  return st ? st : st2;
-}
 
 static enum intrus_status write_lines(const char *path, char *const *lines, size_t n,
                                       struct intrus_error *err) {
@@ -205,13 +129,6 @@ int intrus_cmd_decode(int argc, char **argv) {
   if ((st = translator_open(cfg, x.run_dir, ckpt, x.search, &t, &err))) goto done;
   if (beam) t.beam.beam = (int)beam;
   t.input_name = input;
-  if (trace_dir && !intrus_model_is_insertion(t.model)) {
-    st = intrus_error_set(&err, INTRUS_ERR_USAGE,
-                          "--trace: %s's decoder writes left to right or right to left; "
-                          "decoding orders come from insertion models (decoder \"insertion\")",
-                          argv[optind]);
-    goto done;
-  }
   if (t.data.kind == DATA_IMAGES) {
     if ((st = dataset_images_input_read(&t.data, input, &images, &err))) goto done;
     n = dataset_images_input_count(images);
@@ -229,7 +146,7 @@ int intrus_cmd_decode(int argc, char **argv) {
   else if (n)
     st = translator_run(&t, lines, n, quiet ? NULL : stderr, &out, traj, &err);
   if (st ||
-      (trace_dir && (st = write_traces(trace_dir, &t.data, images, traj, n, pictures, &err))))
+      (trace_dir && (st = cli_traces_write(trace_dir, &t.data, images, traj, n, pictures, &err))))
     goto done;
   if (output) {
     st = write_lines(output, out, n, &err);
@@ -311,7 +228,8 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
   struct dataset_image_input *images = NULL;
   char **refs[DATASET_MAX_REFS] = {0};
   int nrefs = 0;
-  size_t n = 0;
+  size_t n = 0, ntraj = 0;
+  struct intrus_ins_hyp *traj = NULL; /* each output's order: RUN_DIR/test.order.tsv */
   enum intrus_status st;
   memset(rs, 0, sizeof *rs);
   /* eval.checkpoint: the last checkpoint (default) or the best by validation. */
@@ -343,10 +261,17 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
     if (progress)
       fprintf(progress, "decoding the test set (%zu images, beam %d) with %s\n", n, t.beam.beam,
               rs->checkpoint);
+    if (!(traj = calloc(n ? n : 1, sizeof *traj))) {
+      st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+      goto done;
+    }
+    ntraj = n;
     double t0 = mono_s();
-    if ((st = translate_images(t.model, &t.data, &t.beam, images, progress, &hyps, NULL, err)))
+    if ((st = translate_images(t.model, &t.data, &t.beam, images, progress, &hyps, traj, err)))
       goto done;
     rs->decode_s = mono_s() - t0;
+    snprintf(path, sizeof path, "%s/test.order.tsv", run_dir);
+    if ((st = cli_order_write(path, &t.data, traj, n, err))) goto done;
     snprintf(path, sizeof path, "%s/test.hyp", run_dir);
     if ((st = write_lines(path, hyps, n, err)) ||
         (st = score_corpus_refs(search, "bleu", bleu, hyps, refs, nrefs, n, &rs->bleu, err)) ||
@@ -367,9 +292,16 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
   if (progress)
     fprintf(progress, "decoding the test set (%zu sentences, beam %d) with %s\n", test.n,
             t.beam.beam, rs->checkpoint);
+  if (!(traj = calloc(test.n ? test.n : 1, sizeof *traj))) {
+    st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+    goto done;
+  }
+  ntraj = test.n;
   double t0 = mono_s();
-  if ((st = translator_run(&t, test.src, test.n, progress, &hyps, NULL, err))) goto done;
+  if ((st = translator_run(&t, test.src, test.n, progress, &hyps, traj, err))) goto done;
   rs->decode_s = mono_s() - t0;
+  snprintf(path, sizeof path, "%s/test.order.tsv", run_dir);
+  if ((st = cli_order_write(path, &t.data, traj, test.n, err))) goto done;
   snprintf(path, sizeof path, "%s/test.hyp", run_dir);
   if ((st = write_lines(path, hyps, test.n, err)) ||
       (st = score_corpus(search, "bleu", bleu, hyps, test.tgt, test.n, &rs->bleu, err)))
@@ -378,6 +310,8 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
   rs->references = 1;
   snprintf(rs->hyp_path, sizeof rs->hyp_path, "%s", path);
 done:
+  for (size_t i = 0; traj && i < ntraj; i++) intrus_ins_hyp_free(&traj[i]);
+  free(traj);
   dataset_lines_free(hyps, images ? n : test.n);
   for (int r = 0; r < nrefs; r++) dataset_lines_free(refs[r], n);
   dataset_images_input_free(images);

@@ -18,6 +18,7 @@
 #include "intrus/corpus.h"
 #include "table_run.h"
 #include "train/run_dir.h"
+#include "table_figures.h"
 #include "table_spec.h"
 
 static const char table_usage[] =
@@ -299,6 +300,7 @@ int intrus_cmd_table(int argc, char **argv) {
       if (table_order_summary(s, c, line, sizeof line)) printf("%s\n", line);
     }
     printf("table: %s/table.md, table.csv, table.json\n", out_dir);
+    st = table_figures(s, out_dir, a.plugin_path, a.no_train, &err);
   }
   table_state_free(s);
   table_spec_free(t);

@@ -164,6 +164,10 @@ static const struct setting_doc table_settings[] = {
     {"rows[].paper", "the paper's numbers, printed beside the row's cells: column name = score"},
     {"rows[].experiments.*", "the experiment file of the cell in that column, relative to the table file", "none: the cell stays empty"},
     {"rows[].paper.*", "the paper's score of the cell in that column", "none: no paper number"},
+    {"figures", "order figures of one column's finished cells, into OUT/figures/ (docs/tables.md, \"Figures\")", "none: no figures"},
+    {"figures.column", "the column whose test outputs are drawn", "the first column"},
+    {"figures.lang", "the outputs' language, for the word classes of the order analysis (en, de, ru have function-word lists; \"\": punctuation and words)"},
+    {"figures.sentences", "test lines (1-based) drawn as every row wrote them, one picture each"},
     {NULL, NULL, NULL}};
 
 const struct setting_doc *settings_docs(enum settings_file kind) {

@@ -87,6 +87,29 @@ static enum intrus_status read_row(struct table_spec *t, const intrus_cfg *g, co
   return INTRUS_OK;
 }
 
+static enum intrus_status read_figures(struct table_spec *t, const intrus_cfg *root,
+                                       struct intrus_error *err) {
+  const intrus_cfg *g;
+  const char *column;
+  enum intrus_status st;
+  struct table_figures *f = &t->figures;
+  static const long long first_three[] = {1, 2, 3};
+  if ((st = intrus_cfg_group(root, "figures", &g, err)) || !g) return st;
+  f->present = true;
+  if ((st = intrus_cfg_string(g, "column", t->cols[0].name, &column, err)) ||
+      (st = intrus_cfg_string(g, "lang", "", &f->lang, err)) ||
+      (st = intrus_cfg_ints(g, "sentences", first_three, 3, 1, 100000000,
+                            TABLE_MAX_FIGURE_SENTENCES, f->sentences, &f->nsentences, err)) ||
+      (st = intrus_cfg_check_unknown(g, err)))
+    return st;
+  f->column = -1;
+  for (int c = 0; c < t->ncols; c++)
+    if (strcmp(t->cols[c].name, column) == 0) f->column = c;
+  if (f->column < 0)
+    return intrus_cfg_error(g, "column", err, "'%s' is not the name of a column", column);
+  return INTRUS_OK;
+}
+
 static enum intrus_status read_spec(struct table_spec *t, const char *path,
                                     struct intrus_error *err) {
   const intrus_cfg *root = intrus_config_root(t->cfg);
@@ -132,6 +155,7 @@ static enum intrus_status read_spec(struct table_spec *t, const char *path,
       if (strcmp(t->rows[k].name, t->rows[r].name) == 0)
         return intrus_cfg_error(g, "name", err, "row '%s' is named twice", t->rows[r].name);
   }
+  if ((st = read_figures(t, root, err))) return st;
   t->baseline = -1;
   if (*baseline) {
     for (int r = 0; r < t->nrows; r++)

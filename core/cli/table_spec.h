@@ -13,7 +13,11 @@
  *     ...
  *   );
  *
- * A row may leave a column out (no experiment: the cell stays empty). */
+ * A row may leave a column out (no experiment: the cell stays empty).
+ *
+ *   figures = { column = "en-de"; lang = "de"; sentences = [3, 11, 27]; };  # optional
+ *
+ * asks for the order figures of one column's finished cells (table_figures.h). */
 #ifndef INTRUS_TABLE_SPEC_H
 #define INTRUS_TABLE_SPEC_H
 
@@ -25,6 +29,7 @@
 
 #define TABLE_MAX_COLUMNS 16
 #define TABLE_MAX_ROWS 32
+#define TABLE_MAX_FIGURE_SENTENCES 8
 
 struct table_column {
   const char *name, *title, *metric; /* metric: "bleu" or "cider" (an evaluator plugin) */
@@ -42,6 +47,15 @@ struct table_row {
   struct table_cell cells[TABLE_MAX_COLUMNS];
 };
 
+/* The optional `figures` group. */
+struct table_figures {
+  bool present;
+  int column;       /* its test outputs are drawn */
+  const char *lang; /* their language, for the word classes ("": punctuation and words) */
+  int nsentences;
+  long long sentences[TABLE_MAX_FIGURE_SENTENCES]; /* test lines (1-based) drawn by every row */
+};
+
 struct table_spec {
   struct intrus_config *cfg; /* owns the strings above */
   char name[128];
@@ -53,6 +67,7 @@ struct table_spec {
   int ncols, nrows;
   struct table_column cols[TABLE_MAX_COLUMNS];
   struct table_row rows[TABLE_MAX_ROWS];
+  struct table_figures figures;
 };
 
 /* Reads and checks path strictly (unknown keys, duplicate names, a baseline that is no

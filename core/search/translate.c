@@ -166,6 +166,28 @@ static inline size_t batch_line(const int32_t *idx, const size_t *map, int k) {
   return map ? map[idx[k]] : (size_t)idx[k];
 }
 
+/* A left-to-right or right-to-left output as the insertions that wrote it, so that order
+ * analyses and pictures take every decoder alike: step t appends (slot t) or, right to
+ * left, prepends (slot 0) the t-th token generated. r->tokens are in generation order. */
+static enum intrus_status order_trajectory(const struct intrus_beam_result *r, bool reverse,
+                                           struct intrus_ins_hyp *h, struct intrus_error *err) {
+  size_t n = (size_t)(r->len > 0 ? r->len : 1);
+  h->len = r->len;
+  h->logp = r->logp;
+  h->score = r->score;
+  h->tokens = malloc(n * sizeof *h->tokens);
+  h->steps = malloc(n * sizeof *h->steps);
+  if (!h->tokens || !h->steps) {
+    intrus_ins_hyp_free(h);
+    return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  }
+  for (int t = 0; t < r->len; t++) {
+    h->steps[t] = (struct intrus_ins_step){.slot = reverse ? 0 : t, .token = r->tokens[t]};
+    h->tokens[reverse ? r->len - 1 - t : t] = r->tokens[t];
+  }
+  return INTRUS_OK;
+}
+
 /* Decodes one batch; sentence k of it is input line batch_line(idx, map, k). */
 static enum intrus_status decode_batch(struct decode_job *j, const struct intrus_src_batch *sb,
                                        const int32_t *idx, const size_t *map,
@@ -194,6 +216,9 @@ static enum intrus_status decode_batch(struct decode_job *j, const struct intrus
     for (int k = 0; k < count && !st; k++) {
       dataset_detok(j->data, r[k].tokens, r[k].len, reverse, &j->s);
       j->res[batch_line(idx, map, k)] = strdup(j->s.s ? j->s.s : "");
+      if (j->traj && (st = order_trajectory(&r[k], reverse, &j->traj[batch_line(idx, map, k)],
+                                            err)))
+        break;
     }
     for (int k = 0; k < count; k++) free(r[k].tokens);
     free(r);

@@ -37,9 +37,10 @@ enum intrus_status translator_read_search(const intrus_cfg *root, struct transla
                                           struct intrus_error *err);
 
 /* Translates n raw lines; *out gets n malloc'd detokenised lines (dataset_lines_free). */
-/* traj: NULL, or n entries that receive each line's insertion trajectory when the
- * model is an insertion model (free each with intrus_ins_hyp_free; untouched
- * otherwise). */
+/* traj: NULL, or n entries that receive each line's trajectory (free each with
+ * intrus_ins_hyp_free): an insertion model's insertions; a left-to-right model's
+ * tokens each appended (step t at slot t), a right-to-left model's each prepended (slot
+ * 0), tokens[] in reading order either way. */
 enum intrus_status translator_run(struct translator *t, char *const *lines, size_t n,
                                   FILE *progress, char ***out, struct intrus_ins_hyp *traj,
                                   struct intrus_error *err);

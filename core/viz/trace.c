@@ -228,10 +228,9 @@ static void draw_image(cairo_t *cr, const struct intrus_trace *t, const struct l
   cairo_surface_destroy(img);
 }
 
+/* Onto a white surface (painted by the caller: several panels share one). */
 static void draw(cairo_t *cr, const struct intrus_trace *t, const int *when,
                  const struct layout *L) {
-  cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_paint(cr);
   if (L->img_top > 0) draw_image(cr, t, L);
   for (int r = 0; r < L->rows; r++) {
     double top = L->img_top + MARGIN + r * (L->row_h + ROW_GAP), base = top + PAD_Y + L->ascent;
@@ -282,8 +281,73 @@ static void draw(cairo_t *cr, const struct intrus_trace *t, const int *when,
   }
 }
 
-enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace *t,
-                                     struct intrus_error *err) {
+/* Which legend lines a trace's words call for (bit 0: the joiner mark, bit 1: "@@"). */
+static unsigned legend_needs(const struct intrus_trace *t) {
+  unsigned need = 0;
+  for (int s = 0; s < t->len; s++) {
+    bool joined;
+    char *w = draw_token_text(t->words[s], &joined);
+    size_t k = strlen(w);
+    need |= (joined ? 1u : 0u) | (k >= 2 && strcmp(w + k - 2, "@@") == 0 ? 2u : 0u);
+    free(w);
+  }
+  return need;
+}
+
+/* One trace, measured and ready to draw: its words as shown, the step of each column. */
+struct panel {
+  int *when;
+  struct layout L;
+  char **shown;
+  bool *joined;
+  size_t n;
+  struct intrus_trace tr;
+};
+
+static void panel_free(struct panel *p) {
+  for (size_t s = 0; p->shown && s < p->n; s++) free(p->shown[s]);
+  free(p->shown);
+  free(p->joined);
+  free(p->when);
+  free(p->L.col_x);
+  free(p->L.col_w);
+}
+
+/* legend: -1 for none, else the bits of legend_needs() whose lines go under the rows
+ * (with the rows' own line). */
+static enum intrus_status panel_prepare(const char *what, const struct intrus_trace *t,
+                                        int legend, struct panel *p, struct intrus_error *err) {
+  p->n = (size_t)(t->len > 0 ? t->len : 1);
+  p->when = xmalloc(p->n * sizeof *p->when);
+  p->L = (struct layout){.col_x = xmalloc(p->n * sizeof *p->L.col_x),
+                         .col_w = xmalloc(p->n * sizeof *p->L.col_w)};
+  p->shown = xcalloc(p->n, sizeof *p->shown);
+  p->joined = xcalloc(p->n, sizeof *p->joined);
+  enum intrus_status st = check_trace(t, what, p->when, err);
+  if (st) return st;
+  for (int s = 0; s < t->len; s++) p->shown[s] = draw_token_text(t->words[s], &p->joined[s]);
+  struct layout *L = &p->L;
+  L->joined = p->joined;
+  if (legend >= 0) {
+    L->legend[L->legend_lines++] = LEGEND_ROWS;
+    if (legend & 1) {
+      L->legend_mark[L->legend_lines] = true;
+      L->legend[L->legend_lines++] = LEGEND_JOINER;
+    }
+    if (legend & 2) L->legend[L->legend_lines++] = LEGEND_BPE;
+  }
+  p->tr = (struct intrus_trace){t->len, t->steps, (const char *const *)p->shown, t->image,
+                                t->image_channels, t->image_height, t->image_width};
+  measure(&p->tr, p->when, L);
+  if (legend < 0) L->height -= LEGEND_GAP;
+  return INTRUS_OK;
+}
+
+#define TITLE_SIZE 15.0
+
+enum intrus_status intrus_trace_draw_panels(const char *path, const struct intrus_trace *t,
+                                            const char *const *titles, int n,
+                                            struct intrus_error *err) {
   const char *dot = strrchr(path, '.'), *slash = strrchr(path, '/');
   bool png = false, svg = false;
   if (dot && (!slash || dot > slash)) {
@@ -294,33 +358,36 @@ enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace
     return intrus_error_set(err, INTRUS_ERR_INVALID,
                             "%s: unknown picture format (the name must end in .png or .svg)",
                             path);
-  size_t n = (size_t)(t->len > 0 ? t->len : 1);
-  int *when = xmalloc(n * sizeof *when);
-  struct layout L = {.col_x = xmalloc(n * sizeof *L.col_x), .col_w = xmalloc(n * sizeof *L.col_w)};
+  if (n < 1) return intrus_error_set(err, INTRUS_ERR_INVALID, "%s: no trace to draw", path);
+  /* One legend, under the last panel, with the lines any panel calls for. */
+  unsigned need = 0;
+  for (int i = 0; i < n; i++) need |= legend_needs(&t[i]);
+  struct panel *pan = xcalloc((size_t)n, sizeof *pan);
+  double title_h = 0, title_ascent = 0, width = 0, height = 0;
   struct draw_buf buf = {0};
-  char **shown = xcalloc(n, sizeof *shown);
-  bool *joined = xcalloc(n, sizeof *joined);
-  enum intrus_status st = check_trace(t, path, when, err);
+  enum intrus_status st = INTRUS_OK;
+  if (titles) {
+    cairo_surface_t *s = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, 1, 1);
+    cairo_t *cr = cairo_create(s);
+    draw_set_font(cr, TITLE_SIZE, true);
+    cairo_font_extents_t fe;
+    cairo_font_extents(cr, &fe);
+    title_ascent = fe.ascent;
+    title_h = fe.ascent + fe.descent + MARGIN / 2;
+    for (int i = 0; i < n; i++) {
+      double tw = 2 * MARGIN + 1.03 * draw_advance(cr, titles[i] ? titles[i] : "");
+      if (tw > width) width = tw;
+    }
+    cairo_destroy(cr);
+    cairo_surface_destroy(s);
+  }
+  for (int i = 0; i < n && !st; i++) {
+    st = panel_prepare(path, &t[i], i == n - 1 ? (int)need : -1, &pan[i], err);
+    if (!st && pan[i].L.width > width) width = pan[i].L.width;
+    height += pan[i].L.height + (titles ? title_h : 0);
+  }
   if (st) goto done;
-  bool any_joined = false, any_bpe = false;
-  for (int s = 0; s < t->len; s++) {
-    shown[s] = draw_token_text(t->words[s], &joined[s]);
-    size_t k = strlen(shown[s]);
-    any_joined |= joined[s];
-    any_bpe |= k >= 2 && strcmp(shown[s] + k - 2, "@@") == 0;
-  }
-  L.joined = joined;
-  L.legend[L.legend_lines++] = LEGEND_ROWS;
-  if (any_joined) {
-    L.legend_mark[L.legend_lines] = true;
-    L.legend[L.legend_lines++] = LEGEND_JOINER;
-  }
-  if (any_bpe) L.legend[L.legend_lines++] = LEGEND_BPE;
-  struct intrus_trace tr = {t->len, t->steps, (const char *const *)shown, t->image,
-                            t->image_channels, t->image_height, t->image_width};
-  t = &tr;
-  measure(t, when, &L);
-  int w = (int)(L.width + 1), h = (int)(L.height + 1);
+  int w = (int)(width + 1), h = (int)(height + 1);
   if (png && (w > PNG_MAX || h > PNG_MAX)) {
     st = intrus_error_set(err, INTRUS_ERR_INVALID,
                           "%s: a picture of %d x %d pixels is too large for PNG (write .svg)",
@@ -331,7 +398,30 @@ enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace
       png ? cairo_image_surface_create(CAIRO_FORMAT_ARGB32, w, h)
           : cairo_svg_surface_create_for_stream(draw_buf_write, &buf, w, h);
   cairo_t *cr = cairo_create(surface);
-  draw(cr, t, when, &L);
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  double y = 0;
+  for (int i = 0; i < n; i++) {
+    if (titles) {
+      if (i > 0) { /* a rule between panels */
+        cairo_set_source_rgb(cr, 0.8, 0.8, 0.8);
+        cairo_set_line_width(cr, 1.0);
+        cairo_move_to(cr, MARGIN, y + 0.5);
+        cairo_line_to(cr, width - MARGIN, y + 0.5);
+        cairo_stroke(cr);
+      }
+      draw_set_font(cr, TITLE_SIZE, true);
+      cairo_set_source_rgb(cr, 0, 0, 0);
+      cairo_move_to(cr, MARGIN, y + MARGIN / 2 + title_ascent);
+      cairo_show_text(cr, titles[i] ? titles[i] : "");
+      y += title_h;
+    }
+    cairo_save(cr);
+    cairo_translate(cr, 0, y);
+    draw(cr, &pan[i].tr, pan[i].when, &pan[i].L);
+    cairo_restore(cr);
+    y += pan[i].L.height;
+  }
   cairo_status_t cs = cairo_status(cr);
   cairo_destroy(cr);
   if (!cs) {
@@ -350,12 +440,13 @@ enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace
   else
     st = intrus_file_write_atomic(path, buf.data, buf.len, err);
 done:
-  for (size_t s = 0; s < n; s++) free(shown[s]);
-  free(shown);
-  free(joined);
+  for (int i = 0; i < n; i++) panel_free(&pan[i]);
+  free(pan);
   free(buf.data);
-  free(when);
-  free(L.col_x);
-  free(L.col_w);
   return st;
+}
+
+enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace *t,
+                                     struct intrus_error *err) {
+  return intrus_trace_draw_panels(path, t, NULL, 1, err);
 }

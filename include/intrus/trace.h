@@ -48,6 +48,13 @@ void intrus_trace_relative_index(const struct intrus_trace *t, double *rel, int 
 enum intrus_status intrus_trace_draw(const char *path, const struct intrus_trace *t,
                                      struct intrus_error *err);
 
+/* Several traces as one picture, one panel under another in the order given (e.g. the
+ * same sentence decoded by several systems), each under its title (titles may be NULL:
+ * no titles) and one legend at the bottom for all of them. n >= 1. */
+enum intrus_status intrus_trace_draw_panels(const char *path, const struct intrus_trace *t,
+                                            const char *const *titles, int n,
+                                            struct intrus_error *err);
+
 #ifdef __cplusplus
 }
 #endif
