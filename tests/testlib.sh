@@ -31,3 +31,42 @@ en_de_slice() {
     done
   done
 }
+
+# tiny_experiments PREFIX: in the current directory, a slice of the bundled corpus (data/,
+# 200 training pairs, 20 validation, 20 test) and three experiments that train in
+# seconds: l2r.cfg and r2l.cfg (Transformers writing left to right and right to left, 20
+# steps) and ins.cfg (an insertion model, 20 steps of uniform-order pretraining), named
+# PREFIX-l2r, PREFIX-r2l and PREFIX-ins, their data and search in common.cfg.
+tiny_experiments() {
+  local o
+  en_de_slice data 200 20 20
+  cat > common.cfg <<'EOF2'
+seed = 3;
+data: { kind = "parallel"; dir = "data"; src = "en"; tgt = "de"; bpe_merges = 100; max_len = 40; };
+search: { beam = 2; batch_tokens = 500; max_len_a = 1.0; max_len_b = 5; };
+EOF2
+  for o in l2r r2l; do
+    cat > $o.cfg <<EOF2
+@include "common.cfg"
+name = "$1-$o";
+model: { d_model = 32; order = "$o";
+  encoder: { plugin = "transformer"; layers = 1; heads = 2; ff = 64; dropout = 0.0; };
+  decoder: { plugin = "autoregressive"; layers = 1; heads = 2; ff = 64; dropout = 0.0; };
+};
+train: { steps = 20; batch_tokens = 400; lr = 3e-3; warmup = 5; log_every = 10;
+  valid_every = 20; valid_bleu = 0; };
+EOF2
+  done
+  cat > ins.cfg <<EOF2
+@include "common.cfg"
+name = "$1-ins";
+model: { d_model = 32; canonical = true;
+  encoder: { plugin = "transformer"; layers = 1; heads = 2; ff = 64; dropout = 0.0; };
+  decoder: { plugin = "insertion"; layers = 1; heads = 2; ff = 64; dropout = 0.0; };
+};
+train: { batch_tokens = 400; lr = 3e-3; warmup = 5; log_every = 10; valid_every = 20;
+  valid_bleu = 0;
+  phases = ( { name = "pretrain"; order = { plugin = "uniform"; }; loss = "uniform";
+               states = "one"; steps = 20; } ); };
+EOF2
+}
