@@ -1,5 +1,7 @@
-/* The state of a results table's cells (table_run.c), their scores and significance
- * (table_score.c) and the files written from them (table_write.c). */
+/* The state of a results table's cells (table_run.c; how long each should take,
+ * table_estimate.c; its data, table_data.c; which run now and the plan, table_plan.c),
+ * their scores and significance (table_score.c) and the files written from them
+ * (table_write.c). */
 #ifndef INTRUS_TABLE_RUN_H
 #define INTRUS_TABLE_RUN_H
 
@@ -37,7 +39,7 @@ struct table_cell_state {
   bool measured;            /* every phase still to train timed from a train.log */
   double estimate_s;        /* training time still to go */
   uint64_t phase_key[TABLE_MAX_PHASES]; /* what a step of each phase costs depends on
-                                          * (phase_key in table_run.c); 0: not known */
+                                          * (table_phase_key in table_estimate.c); 0: not known */
   /* The training data: what the run learnt from (its tokenizer.txt) and what the corpus
    * holds now. The corpora are rebuilt from an archive whose packages drift, and a table
    * can take days: a cell trained on other data than its column's others is no
