@@ -3,7 +3,6 @@
  * phase schedule after it, and checkpoints when due. */
 #include <math.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "intrus/model.h"

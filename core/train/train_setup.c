@@ -19,7 +19,6 @@
 
 #include "intrus/blas.h"
 #include "intrus/model.h"
-#include "intrus/train.h"
 #include "base/clock.h"
 #include "dist/dist.h"
 #include "run_dir.h"

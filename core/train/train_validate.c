@@ -1,7 +1,6 @@
 /* Validation during training: the per-token loss of the validation set, shared out
  * over the ranks, and the BLEU of its first train.valid_bleu sentences. */
 #include <math.h>
-#include <stdio.h>
 
 #include "intrus/model.h"
 #include "intrus/rng.h"
