@@ -48,7 +48,7 @@ static enum intrus_status decode_again(const struct table_cell_state *cs,
 
 /* One sentence of an order.tsv: its tokens in reading order and the step of each. */
 struct order_sentence {
-  int len;
+  int len, cap;
   char **token; /* [len] */
   int *step;    /* [len] */
 };
@@ -60,20 +60,34 @@ static void order_sentence_free(struct order_sentence *o) {
   memset(o, 0, sizeof *o);
 }
 
-/* Reads the rows of test line `line` from an order.tsv (sentence, position, token,
- * step, relative_index). Absent (an empty output has no rows): len 0, *found false. */
-static enum intrus_status order_sentence_read(const char *path, long long line,
-                                              struct order_sentence *o, bool *found,
-                                              struct intrus_error *err) {
+static bool order_sentence_add(struct order_sentence *o, const char *tok, size_t toklen,
+                               int step) {
+  if (o->len == o->cap) {
+    int cap = o->cap ? 2 * o->cap : 32;
+    char **token = realloc(o->token, (size_t)cap * sizeof *token);
+    if (token) o->token = token;
+    int *steps = token ? realloc(o->step, (size_t)cap * sizeof *steps) : NULL;
+    if (!steps) return false;
+    o->step = steps;
+    o->cap = cap;
+  }
+  if (!(o->token[o->len] = strndup(tok, toklen))) return false;
+  o->step[o->len++] = step;
+  return true;
+}
+
+/* Reads, in one pass over an order.tsv (sentence, position, token, step,
+ * relative_index), the rows of each test line lines[k] into o[k] (zeroed first; an empty
+ * output has no rows: len 0). Each sentence read must write each of its positions at
+ * exactly one of the steps 0..len-1. */
+static enum intrus_status order_sentences_read(const char *path, const long long *lines,
+                                               int nlines, struct order_sentence *o,
+                                               struct intrus_error *err) {
   char **rows = NULL;
   size_t n = 0;
   enum intrus_status st = intrus_lines_read(path, &rows, &n, err);
   if (st) return st;
-  memset(o, 0, sizeof *o);
-  *found = false;
-  o->token = calloc(n ? n : 1, sizeof *o->token);
-  o->step = calloc(n ? n : 1, sizeof *o->step);
-  if (!o->token || !o->step) st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  memset(o, 0, (size_t)nlines * sizeof *o);
   for (size_t i = 1; i < n && !st; i++) { /* row 0 is the header */
     long long sent;
     int pos, step, used = 0;
@@ -82,28 +96,29 @@ static enum intrus_status order_sentence_read(const char *path, long long line,
                             i + 1);
       break;
     }
-    if (sent != line) continue;
-    const char *tok = rows[i] + used, *tab = strchr(tok, '\t');
-    if (!tab || sscanf(tab + 1, "%d", &step) != 1 || pos != o->len + 1 || step < 0) {
-      st = intrus_error_set(err, INTRUS_ERR_DATA, "%s:%zu: not a row of an order table", path,
-                            i + 1);
-      break;
+    for (int k = 0; k < nlines && !st; k++) {
+      if (sent != lines[k]) continue;
+      const char *tok = rows[i] + used, *tab = strchr(tok, '\t');
+      if (!tab || sscanf(tab + 1, "%d", &step) != 1 || pos != o[k].len + 1 || step < 0)
+        st = intrus_error_set(err, INTRUS_ERR_DATA, "%s:%zu: not a row of an order table", path,
+                              i + 1);
+      else if (!order_sentence_add(&o[k], tok, (size_t)(tab - tok), step))
+        st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
     }
-    o->token[o->len] = strndup(tok, (size_t)(tab - tok));
-    o->step[o->len++] = step;
-    *found = true;
   }
   /* Every step 0..len-1 exactly once, or the rows do not describe one output. */
-  for (int s = 0; s < o->len && !st; s++) {
-    int k = 0;
-    for (int j = 0; j < o->len; j++) k += o->step[j] == s;
-    if (k != 1)
-      st = intrus_error_set(err, INTRUS_ERR_DATA,
-                            "%s: sentence %lld: step %d writes %d tokens, not one", path, line, s,
-                            k);
-  }
+  for (int k = 0; k < nlines && !st; k++)
+    for (int s = 0; s < o[k].len && !st; s++) {
+      int w = 0;
+      for (int j = 0; j < o[k].len; j++) w += o[k].step[j] == s;
+      if (w != 1)
+        st = intrus_error_set(err, INTRUS_ERR_DATA,
+                              "%s: sentence %lld: step %d writes %d tokens, not one", path,
+                              lines[k], s, w);
+    }
   intrus_lines_free(rows, n);
-  if (st) order_sentence_free(o);
+  if (st)
+    for (int k = 0; k < nlines; k++) order_sentence_free(&o[k]);
   return st;
 }
 
@@ -119,54 +134,73 @@ static void order_sentence_trace(const struct order_sentence *o, struct intrus_i
   }
 }
 
-/* sentence-N.png / .svg: line N as every row in rows[] wrote it. */
-static enum intrus_status draw_sentence(const struct table_state *s, const int *rows, int n,
-                                        long long line, size_t ntest, const char *dir,
+/* sentence-N.png / .svg: one test line as each of n rows wrote it (o[i]: row i's). */
+static enum intrus_status draw_sentence(const struct order_sentence *o, const char *const *titles,
+                                        int n, long long line, const char *dir,
                                         struct intrus_error *err) {
-  if (line > (long long)ntest) {
-    fprintf(stderr, "figures: the test set has %zu lines, no line %lld (figures.sentences): "
-                    "not drawn\n", ntest, line);
-    return INTRUS_OK;
-  }
-  const struct table_spec *t = s->t;
-  const int c = t->figures.column;
-  struct order_sentence o[TABLE_MAX_ROWS];
   struct intrus_trace tr[TABLE_MAX_ROWS];
   struct intrus_ins_step *steps[TABLE_MAX_ROWS] = {0};
   const char **words[TABLE_MAX_ROWS] = {0};
-  const char *titles[TABLE_MAX_ROWS];
   char path[4400];
   enum intrus_status st = INTRUS_OK;
-  int k = 0;
-  memset(o, 0, sizeof o);
   for (int i = 0; i < n && !st; i++) {
-    bool found;
-    snprintf(path, sizeof path, "%s/test.order.tsv", s->cells[rows[i]][c].run_dir);
-    if ((st = order_sentence_read(path, line, &o[k], &found, err))) break;
-    (void)found; /* no rows: an empty output (the line is in the test set, checked above) */
-    size_t len = (size_t)(o[k].len ? o[k].len : 1);
-    steps[k] = calloc(len, sizeof *steps[k]);
-    words[k] = calloc(len, sizeof *words[k]);
-    if (!steps[k] || !words[k]) {
+    size_t len = (size_t)(o[i].len ? o[i].len : 1);
+    steps[i] = calloc(len, sizeof *steps[i]);
+    words[i] = calloc(len, sizeof *words[i]);
+    if (!steps[i] || !words[i]) {
       st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-      k++;
       break;
     }
-    order_sentence_trace(&o[k], steps[k], words[k]);
-    tr[k] = (struct intrus_trace){.len = o[k].len, .steps = steps[k], .words = words[k]};
-    titles[k] = t->rows[rows[i]].title;
-    k++;
+    order_sentence_trace(&o[i], steps[i], words[i]);
+    tr[i] = (struct intrus_trace){.len = o[i].len, .steps = steps[i], .words = words[i]};
   }
   for (const char *ext = ".png"; !st && ext; ext = strcmp(ext, ".png") == 0 ? ".svg" : NULL) {
     snprintf(path, sizeof path, "%s/sentence-%lld%s", dir, line, ext);
-    st = intrus_trace_draw_panels(path, tr, titles, k, err);
+    st = intrus_trace_draw_panels(path, tr, titles, n, err);
   }
   if (!st) printf("figure: %s/sentence-%lld.png (.svg)\n", dir, line);
-  for (int i = 0; i <= k && i < n; i++) {
-    order_sentence_free(&o[i]);
+  for (int i = 0; i < n; i++) {
     free(steps[i]);
     free(words[i]);
   }
+  return st;
+}
+
+/* The figures.sentences lines as every row in rows[] wrote them, each row's order table
+ * read once. Lines past the test set's ntest are named and not drawn. */
+static enum intrus_status draw_sentences(const struct table_state *s, const int *rows, int n,
+                                         size_t ntest, const char *dir,
+                                         struct intrus_error *err) {
+  const struct table_spec *t = s->t;
+  const struct table_figures *f = &t->figures;
+  long long lines[TABLE_MAX_FIGURE_SENTENCES];
+  int nlines = 0;
+  for (int k = 0; k < f->nsentences; k++) {
+    if (f->sentences[k] > (long long)ntest)
+      fprintf(stderr, "figures: the test set has %zu lines, no line %lld (figures.sentences): "
+                      "not drawn\n", ntest, f->sentences[k]);
+    else
+      lines[nlines++] = f->sentences[k];
+  }
+  if (!nlines) return INTRUS_OK;
+  /* o[i * nlines + k]: line k as row i wrote it. */
+  struct order_sentence *o = calloc((size_t)n * (size_t)nlines, sizeof *o);
+  if (!o) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  const char *titles[TABLE_MAX_ROWS];
+  char path[4400];
+  enum intrus_status st = INTRUS_OK;
+  for (int i = 0; i < n && !st; i++) {
+    snprintf(path, sizeof path, "%s/test.order.tsv", s->cells[rows[i]][f->column].run_dir);
+    titles[i] = t->rows[rows[i]].title;
+    st = order_sentences_read(path, lines, nlines, &o[i * nlines], err);
+  }
+  for (int k = 0; k < nlines && !st; k++) {
+    struct order_sentence line[TABLE_MAX_ROWS];
+    for (int i = 0; i < n; i++) line[i] = o[i * nlines + k];
+    st = draw_sentence(line, titles, n, lines[k], dir, err);
+  }
+  for (int i = 0; i < n * nlines; i++) order_sentence_free(&o[i]); /* unread ones are zero */
+  free(o);
   return st;
 }
 
@@ -255,7 +289,5 @@ enum intrus_status table_figures(const struct table_state *s, const char *out_di
   snprintf(path, sizeof path, "%s/test.hyp", s->cells[rows[0]][c].run_dir);
   if ((st = intrus_lines_read(path, &hyp, &ntest, err))) return st;
   intrus_lines_free(hyp, ntest);
-  for (int k = 0; k < f->nsentences; k++)
-    if ((st = draw_sentence(s, rows, n, f->sentences[k], ntest, dir, err))) return st;
-  return INTRUS_OK;
+  return draw_sentences(s, rows, n, ntest, dir, err);
 }

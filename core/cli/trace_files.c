@@ -21,13 +21,14 @@ static enum intrus_status flush_memstream(FILE *f, char **buf, size_t *len, cons
   return st;
 }
 
-
 static const char order_header[] = "sentence\tposition\ttoken\tstep\trelative_index\n";
 
-/* Line i's rows of order.tsv; rel and when have room for h->len. */
-static void order_rows(FILE *order, const struct dataset *data, const struct intrus_trace *tr,
-                       const struct intrus_ins_hyp *h, size_t i, double *rel, int *when) {
-  intrus_trace_relative_index(tr, rel, when);
+/* Line i's rows of order.tsv; rel and when have room for h->len. The generation index
+ * depends on the steps' slots only. */
+static void order_rows(FILE *order, const struct dataset *data, const struct intrus_ins_hyp *h,
+                       size_t i, double *rel, int *when) {
+  struct intrus_trace tr = {.len = h->len, .steps = h->steps};
+  intrus_trace_relative_index(&tr, rel, when);
   for (int j = 0; j < h->len; j++) {
     const char *w = intrus_vocab_token(data->tgt_vocab, h->tokens[j]);
     fprintf(order, "%zu\t%d\t%s\t%d\t%.4f\n", i + 1, j + 1, w ? w : "<unk>", when[j], rel[j]);
@@ -73,7 +74,7 @@ enum intrus_status cli_traces_write(const char *dir, const struct dataset *data,
       step_words(data, h, words);
       struct intrus_trace tr = {.len = h->len, .steps = h->steps, .words = words};
       st = intrus_trace_write_text(text, NULL, (int)i + 1, &tr, err);
-      if (!st) order_rows(order, data, &tr, h, i, rel, when);
+      if (!st) order_rows(order, data, h, i, rel, when);
       float *pix = NULL;
       if (images && (long)i < pictures) {
         pix = dataset_images_input_pixels(data, images, i, &tr.image_channels, &tr.image_height,
@@ -101,7 +102,6 @@ enum intrus_status cli_traces_write(const char *dir, const struct dataset *data,
   return st ? st : st2;
 }
 
-
 enum intrus_status cli_order_write(const char *path, const struct dataset *data,
                                    const struct intrus_ins_hyp *traj, size_t n,
                                    struct intrus_error *err) {
@@ -113,18 +113,11 @@ enum intrus_status cli_order_write(const char *path, const struct dataset *data,
   int longest = 1;
   for (size_t i = 0; i < n; i++)
     if (traj[i].len > longest) longest = traj[i].len;
-  const char **words = malloc((size_t)longest * sizeof *words);
   double *rel = malloc((size_t)longest * sizeof *rel);
   int *when = malloc((size_t)longest * sizeof *when);
   enum intrus_status st = INTRUS_OK;
-  if (!words || !rel || !when) st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-  for (size_t i = 0; i < n && !st; i++) {
-    const struct intrus_ins_hyp *h = &traj[i];
-    step_words(data, h, words);
-    struct intrus_trace tr = {.len = h->len, .steps = h->steps, .words = words};
-    order_rows(order, data, &tr, h, i, rel, when);
-  }
-  free(words);
+  if (!rel || !when) st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  for (size_t i = 0; i < n && !st; i++) order_rows(order, data, &traj[i], i, rel, when);
   free(rel);
   free(when);
   enum intrus_status st2 = flush_memstream(order, &buf, &len, path, st ? NULL : err);
