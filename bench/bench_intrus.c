@@ -12,7 +12,7 @@
  *     at random lengths, so every output is held to exactly L tokens (min = max = L).
  *     Prints where the insertion search's time goes.
  *
- * (t) decoding time against output length (the paper's Figure 5): milliseconds per
+ * (t) decoding time against output length (the paper's Figure 4): milliseconds per
  *     sentence of both decoders at batch 1, beam 4, for L = 5, 10, ..., 60 (source and
  *     output of L tokens, as in (b)); with a file name, also written there as a TSV that
  *     `intrus analyze time FILE -o PNG` draws.

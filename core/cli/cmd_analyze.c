@@ -1,4 +1,4 @@
-/* intrus analyze order: relative generation index by word class (the paper's Figure 4),
+/* intrus analyze order: relative generation index by word class (the paper's Figure 5),
  * from the order.tsv files of `intrus decode --trace`, as a table and a bar chart. */
 #include <getopt.h>
 #include <math.h>

@@ -1,4 +1,4 @@
-/* Order analysis (`intrus analyze order`, the paper's Figure 4): when, relative to the
+/* Order analysis (`intrus analyze order`, the paper's Figure 5): when, relative to the
  * length of its output, an insertion model writes each kind of word.
  *
  * Input: order.tsv files of `intrus decode --trace` (sentence, position, token, step,
