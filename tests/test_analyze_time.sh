@@ -2,7 +2,8 @@
 # intrus analyze time on two tiny trained models (left-to-right and INTRUS, a few steps on
 # a slice of the bundled en-de data): every sentence decoded once per model, the buckets'
 # counts adding up to the sentences asked for, a PNG, a TSV that the TSV form draws again,
-# and bad arguments refused; and search.slots below train.valid_beam refused.
+# and bad arguments refused; and search.slots below train.valid_beam, the experiment's
+# beam or -b refused.
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
@@ -54,4 +55,18 @@ rc=$?
 expect "valid_beam above search.slots is refused" \
   sh -c "test $rc -ne 0 && grep -q 'train.valid_beam: 4 is more than search.slots = 2' slots.txt"
 expect "nothing trained" test ! -f run-slots/checkpoint.ckpt
+# The check is made on the beam a decode uses: slots = 1 is refused at the experiment's
+# beam 2 and at -b 2, accepted at -b 1 (the rows K = 1, 2 at beam 1 of the slots table).
+sed 's/max_len_b = 5; };/max_len_b = 5; slots = 1; };/' common.cfg > slots1.cfg
+sed 's/@include "common.cfg"/@include "slots1.cfg"/' ins.cfg > slots1-exp.cfg
+"$intrus" decode slots1-exp.cfg --run-dir run-ins -i data/test.en -q > s1.txt 2>&1
+rc=$?
+expect "slots below the experiment's beam is refused at decode, naming the setting" \
+  sh -c "test $rc -ne 0 && grep -q 'search.slots: 1 slots is fewer than the beam (2)' s1.txt"
+"$intrus" decode slots1-exp.cfg --run-dir run-ins -b 2 -i data/test.en -q > s1.txt 2>&1
+rc=$?
+expect "slots below -b is refused, naming -b" \
+  sh -c "test $rc -ne 0 && grep -q 'fewer than the beam (2, from -b)' s1.txt"
+"$intrus" decode slots1-exp.cfg --run-dir run-ins -b 1 -i data/test.en -q > s1.txt 2>&1
+expect "slots = 1 decodes at -b 1" sh -c "test $? -eq 0 && test -s s1.txt"
 finish test_analyze_time.sh

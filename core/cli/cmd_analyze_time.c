@@ -165,7 +165,9 @@ static enum intrus_status time_model(const char *path, const char *run_dir_arg,
                           "\"parallel\")", path);
   if (!st) {
     if (!name[0]) snprintf(name, name_size, "%s", x.name);
-    if (beam > 0) t.beam.beam = beam;
+    st = translator_set_beam(&t, beam, "-b", err);
+  }
+  if (!st) {
     t.input_name = input;
     if (progress)
       fprintf(progress, "%s: decoding %zu sentences one at a time (beam %d, %s)\n", name, n,

@@ -127,7 +127,7 @@ int intrus_cmd_decode(int argc, char **argv) {
   snprintf(ckpt, sizeof ckpt, "%s", ckpt_arg ? ckpt_arg : "");
   if (!ckpt_arg) snprintf(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", x.run_dir);
   if ((st = translator_open(cfg, x.run_dir, ckpt, x.search, &t, &err))) goto done;
-  if (beam) t.beam.beam = (int)beam;
+  if ((st = translator_set_beam(&t, (int)beam, "-b", &err))) goto done;
   t.input_name = input;
   if (t.data.kind == DATA_IMAGES) {
     if ((st = dataset_images_input_read(&t.data, input, &images, &err))) goto done;
@@ -250,7 +250,9 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
     goto done;
   }
   snprintf(rs->checkpoint, sizeof rs->checkpoint, "%s", which ? "best.ckpt" : "checkpoint.ckpt");
-  if ((st = translator_open(cfg, run_dir, ckpt, search, &t, err))) goto done;
+  if ((st = translator_open(cfg, run_dir, ckpt, search, &t, err)) ||
+      (st = translator_set_beam(&t, 0, NULL, err)))
+    goto done;
   if (t.data.kind == DATA_IMAGES) {
     /* Every reference counts (BLEU as the MSCOCO evaluation takes it, several per
      * image); CIDEr-D too for captions. */

@@ -83,7 +83,7 @@ static enum intrus_status teacher_open(const struct cli_distill_opts *o, struct 
                             "%s: distillation needs a teacher of parallel text (data.kind = "
                             "\"parallel\")",
                             o->teacher);
-  if (o->beam) tc->t.beam.beam = o->beam;
+  if ((st = translator_set_beam(&tc->t, o->beam, "the distillation's beam", err))) return st;
   if (o->has_alpha) tc->t.beam.alpha = (float)o->alpha;
   for (int s = 0; s < 3; s++)
     for (int side = 0; side < 2; side++)

@@ -32,11 +32,7 @@ enum intrus_status translator_read_search(const intrus_cfg *root, struct transla
       (st = intrus_cfg_double_range(g, "finish_penalty", 0.0, 0.0, 1e6, &beta, err)) ||
       (st = intrus_cfg_check_unknown(g, err)))
     return st;
-  if (slots > 0 && slots < beam)
-    return intrus_cfg_error(g, "slots", err,
-                            "%lld slots is fewer than the beam (%lld): at least `beam` slots "
-                            "per hypothesis, or 0 for every slot",
-                            slots, beam);
+  t->search_cfg = g;
   t->beam.slots = (int)slots;
   t->beam.finish_penalty = beta;
   t->beam.beam = (int)beam;
@@ -45,6 +41,18 @@ enum intrus_status translator_read_search(const intrus_cfg *root, struct transla
   t->beam.max_len_b = (int)b;
   t->batch_tokens = batch_tokens;
   t->max_src_len = (int)max_src_len;
+  return INTRUS_OK;
+}
+
+enum intrus_status translator_set_beam(struct translator *t, int beam, const char *source,
+                                       struct intrus_error *err) {
+  if (beam > 0) t->beam.beam = beam;
+  if (t->beam.slots > 0 && t->beam.slots < t->beam.beam)
+    return intrus_cfg_error(t->search_cfg, "slots", err,
+                            "%d slots is fewer than the beam (%d%s%s): at least `beam` slots "
+                            "per hypothesis, or 0 for every slot",
+                            t->beam.slots, t->beam.beam, beam > 0 && source ? ", from " : "",
+                            beam > 0 && source ? source : "");
   return INTRUS_OK;
 }
 

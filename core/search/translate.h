@@ -17,6 +17,7 @@ struct translator {
   long batch_tokens;
   int max_src_len;        /* search.max_src_len: longer inputs are cut, with a warning */
   const char *input_name; /* named in those warnings (NULL: "input") */
+  const intrus_cfg *search_cfg; /* the `search` group (NULL: none), for errors naming it */
 };
 
 /* Reads the experiment's `data`, `model` and optional `search` group
@@ -35,6 +36,14 @@ void translator_close(struct translator *t);
  * training calls it so that a typo there fails before hours of training, not after. */
 enum intrus_status translator_read_search(const intrus_cfg *root, struct translator *t,
                                           struct intrus_error *err);
+
+/* Sets the beam (beam > 0: a command-line override such as `-b`, named by `source` in the
+ * error; 0: keep the experiment's search.beam) and checks it against search.slots, which
+ * must leave every hypothesis at least `beam` slots. Every decode calls it once its beam
+ * is final: the check cannot be made when the search group is read, because `-b 1` may
+ * make `slots = 2` valid for an experiment whose own beam is 4. */
+enum intrus_status translator_set_beam(struct translator *t, int beam, const char *source,
+                                       struct intrus_error *err);
 
 /* Translates n raw lines; *out gets n malloc'd detokenised lines (dataset_lines_free). */
 /* traj: NULL, or n entries that receive each line's trajectory (free each with

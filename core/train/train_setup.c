@@ -116,7 +116,8 @@ enum intrus_status trainer_setup(struct trainer *t, struct intrus_config *cfg,
       (st = intrus_model_create(model_cfg, t->opt->search, t->data.src_vocab_size,
                                 t->data.tgt_vocab_size, (uint64_t)t->seed, &t->model, err)) ||
       (st = intrus_warm_source_read(model_cfg, intrus_config_filename(cfg), &t->warm, err)) ||
-      (st = translator_read_search(root, &t->search, err)))
+      (st = translator_read_search(root, &t->search, err)) ||
+      (st = translator_set_beam(&t->search, 0, NULL, err)))
     return st;
   /* Refused now, not at the first validation decode. */
   if (t->search.beam.slots > 0 && t->tc.valid_beam > t->search.beam.slots)
