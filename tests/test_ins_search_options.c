@@ -260,8 +260,9 @@ static void test_penalty_beams(uint64_t seed) {
     }
 }
 
-/* The experiment's search group: both off unless given; slots below the beam and a
- * negative penalty refused with the setting and file named. */
+/* The experiment's search group: both off unless given; slots below the beam a decode
+ * uses (the experiment's, or -b's) and a negative penalty refused with the setting and
+ * file named. */
 static void test_config(void) {
   static const struct {
     const char *text;
@@ -269,14 +270,19 @@ static void test_config(void) {
     int slots;
     double beta;
     const char *key;
+    int b; /* a -b override (0: none), given to translator_set_beam */
   } cases[] = {
-      {"search: { beam = 3; };", INTRUS_OK, 0, 0.0, NULL},
-      {"search: { beam = 3; slots = 3; finish_penalty = 1.5; };", INTRUS_OK, 3, 1.5, NULL},
-      {"search: { slots = 8; };", INTRUS_OK, 8, 0.0, NULL},
-      {"search: { beam = 4; slots = 2; };", INTRUS_ERR_CONFIG, 0, 0.0, "slots"},
-      {"search: { slots = -1; };", INTRUS_ERR_CONFIG, 0, 0.0, "slots"},
-      {"search: { finish_penalty = -1.0; };", INTRUS_ERR_CONFIG, 0, 0.0, "finish_penalty"},
-      {"search: { finish_penalty = \"big\"; };", INTRUS_ERR_CONFIG, 0, 0.0, "finish_penalty"},
+      {"search: { beam = 3; };", INTRUS_OK, 0, 0.0, NULL, 0},
+      {"search: { beam = 3; slots = 3; finish_penalty = 1.5; };", INTRUS_OK, 3, 1.5, NULL, 0},
+      {"search: { slots = 8; };", INTRUS_OK, 8, 0.0, NULL, 0},
+      {"search: { beam = 4; slots = 2; };", INTRUS_ERR_CONFIG, 0, 0.0, "slots", 0},
+      /* the check is against the beam the decode uses: -b 1 makes slots = 2 valid,
+       * -b 4 makes slots = 3 too few, naming -b */
+      {"search: { beam = 4; slots = 2; };", INTRUS_OK, 2, 0.0, NULL, 1},
+      {"search: { beam = 3; slots = 3; };", INTRUS_ERR_CONFIG, 0, 0.0, "(4, from -b)", 4},
+      {"search: { slots = -1; };", INTRUS_ERR_CONFIG, 0, 0.0, "slots", 0},
+      {"search: { finish_penalty = -1.0; };", INTRUS_ERR_CONFIG, 0, 0.0, "finish_penalty", 0},
+      {"search: { finish_penalty = \"big\"; };", INTRUS_ERR_CONFIG, 0, 0.0, "finish_penalty", 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     struct intrus_error err = {0};
@@ -286,6 +292,7 @@ static void test_config(void) {
     struct translator t;
     memset(&t, 0, sizeof t);
     enum intrus_status st = translator_read_search(intrus_config_root(cfg), &t, &err);
+    if (st == INTRUS_OK) st = translator_set_beam(&t, cases[i].b, "-b", &err);
     EXPECT(st == cases[i].st, "%s: status %d (%s)", cases[i].text, st, err.msg);
     if (st == INTRUS_OK)
       EXPECT(t.beam.slots == cases[i].slots && t.beam.finish_penalty == cases[i].beta,
