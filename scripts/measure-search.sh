@@ -11,8 +11,8 @@
 # separated, e.g. "beam=4", "beam=4,slots=8", "beam=1,prune=false",
 # "beam=4,finish_penalty=1.5", "beam=4,batch_tokens=500" (beam goes to `intrus decode
 # -b`, the rest into the `search` group of a copy of EXP.cfg written beside it and removed
-# after, replacing the experiment's own value of a setting it has). KEEP_DIR: where the outputs stay
-# (default: a temporary folder). Run from the top of the tree (./intrus).
+# after, replacing the experiment's own value of a setting it has). KEEP_DIR: where the
+# outputs stay (default: a temporary folder). Run from the top of the tree (./intrus).
 set -u
 run_dir=
 keep=
@@ -48,22 +48,22 @@ first= first_s=
 i=0
 for setting in "$@"; do
   i=$((i + 1))
-  beam= extra= edits=
+  beam= extra=
+  : > "$tmp/edit.sed"
   for kv in $(echo "$setting" | tr ',' ' '); do
     k=${kv%%=*} v=${kv#*=}
     case $k in
       beam) beam=$v ;;
       *)
-        # A setting the experiment's search group already has is replaced in place
-        # (libconfig refuses a name given twice); any other is added after `search: {`.
-        if sed -n '/^search *[:=] *{/,/};/p' "$cfg" | grep -q "[ {;]$k *= "; then
-          edits="$edits -e '/^search *[:=] *{/,/};/s/\([ {;]\)$k *= *[^;]*;/\1$k = $v;/'"
-        else
-          extra="$extra $k = $v;"
-        fi ;;
+        # The experiment's own value of the setting, if any, is dropped from its search
+        # group (libconfig refuses a name given twice); the new one is added after
+        # `search: {`, by the last command of the script, which the drops do not see.
+        printf '%s\n' "/^search *[:=] *{/,/};/s/\([ {;]\)$k *= *[^;]*;/\1/" >> "$tmp/edit.sed"
+        extra="$extra $k = $v;" ;;
     esac
   done
-  eval sed $edits -e "'s/^\(search *[:=] *{\)/\1$extra/'" '"$cfg"' > "$copy" || exit 1
+  printf '%s\n' "s/^\(search *[:=] *{\)/\1$extra/" >> "$tmp/edit.sed"
+  sed -f "$tmp/edit.sed" "$cfg" > "$copy" || exit 1
   hyp="$out/$i.hyp"
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086

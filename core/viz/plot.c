@@ -269,7 +269,8 @@ static void layout(cairo_t *cr, int w, int h, const struct curve *c, int n, stru
   /* A little room above and below, so that no point sits on the frame; quantities that
    * cannot be negative (BLEU, a loss, milliseconds) get no axis below 0. */
   double pad = (ymax - ymin) * 0.03;
-  ymin = ymin >= 0 && ymin - pad < 0 ? 0 : ymin - pad, ymax += pad;
+  ymin = ymin >= 0 ? fmax(ymin - pad, 0.0) : ymin - pad;
+  ymax += pad;
   int wx = w / (int)(110 * s), wy = h / (int)(70 * s);
   nice_ticks(xmin, xmax, wx < 3 ? 3 : wx > 12 ? 12 : wx, &F->tx);
   nice_ticks(ymin, ymax, wy < 3 ? 3 : wy > 10 ? 10 : wy, &F->ty);
