@@ -5,27 +5,31 @@
 # given the token softmax, and whether the output is byte-identical to the first's.
 # The tables of docs/intrus.md ("search.slots") and the levers study were made with it.
 #
-#   scripts/measure-search.sh [-o RUN_DIR] [-k KEEP_DIR] EXP.cfg SRC REF SETTING...
+#   scripts/measure-search.sh [-o RUN_DIR] [-c CKPT] [-k KEEP_DIR] EXP.cfg SRC REF SETTING...
 #
 # SETTING: the beam and settings added to the experiment's `search` group, comma-
 # separated, e.g. "beam=4", "beam=4,slots=8", "beam=1,prune=false",
 # "beam=4,finish_penalty=1.5", "beam=4,batch_tokens=500" (beam goes to `intrus decode
 # -b`, the rest into the `search` group of a copy of EXP.cfg written beside it and removed
-# after, replacing the experiment's own value of a setting it has). KEEP_DIR: where the
-# outputs stay (default: a temporary folder). Run from the top of the tree (./intrus).
+# after, replacing the experiment's own value of a setting it has). CKPT: the checkpoint
+# to decode with (default: intrus decode's, RUN_DIR/checkpoint.ckpt; the small preset's
+# cells are tested with RUN_DIR/best.ckpt). KEEP_DIR: where the outputs stay (default: a
+# temporary folder). Run from the top of the tree (./intrus).
 set -u
 run_dir=
+ckpt=
 keep=
-while getopts o:k: opt; do
+while getopts o:c:k: opt; do
   case $opt in
     o) run_dir=$OPTARG ;;
+    c) ckpt=$OPTARG ;;
     k) keep=$OPTARG ;;
-    *) echo "usage: $0 [-o RUN_DIR] [-k KEEP_DIR] EXP.cfg SRC REF SETTING..." >&2; exit 2 ;;
+    *) echo "usage: $0 [-o RUN_DIR] [-c CKPT] [-k KEEP_DIR] EXP.cfg SRC REF SETTING..." >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
 if [ $# -lt 4 ]; then
-  echo "usage: $0 [-o RUN_DIR] [-k KEEP_DIR] EXP.cfg SRC REF SETTING..." >&2
+  echo "usage: $0 [-o RUN_DIR] [-c CKPT] [-k KEEP_DIR] EXP.cfg SRC REF SETTING..." >&2
   exit 2
 fi
 cfg=$1 src=$2 ref=$3
@@ -67,7 +71,7 @@ for setting in "$@"; do
   hyp="$out/$i.hyp"
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
-  if ! "$intrus" decode "$copy" ${run_dir:+-o "$run_dir"} ${beam:+-b "$beam"} -i "$src" \
+  if ! "$intrus" decode "$copy" ${run_dir:+-o "$run_dir"} ${ckpt:+-c "$ckpt"} ${beam:+-b "$beam"} -i "$src" \
       -O "$hyp" > "$out/$i.log" 2>&1; then
     echo "$0: decode with '$setting' failed:" >&2
     tail -5 "$out/$i.log" >&2
