@@ -117,7 +117,11 @@ expect "--row r2l: the table marks l2r not run" grep -q "^| Left-to-right (basel
 # ---- --dry-run times each phase at its own speed ---------------------------------------
 # An INTRUS run of 20 pretraining and 40 sampled steps, stopped in its phases; its
 # train.log replaced by rows of known train_s. A sampled step scores a rollout and 4
-# states: the cost model puts it at 2.9 / 0.5 = 5.8 pretraining steps until one was timed.
+# states: the cost model puts its decoder at 2.9 / 0.5 = 5.8 pretraining steps' and its
+# encoder at one's (the encoder reads each source once), 6 FLOPs per parameter and token:
+# encoder 4d^2 + 2d ff = 8192 parameters, decoder 8d^2 + 2d ff + d vocab = 28288 at d 32,
+# ff 64, vocab 500, so (8192 + 2.9 x 28288) / (8192 + 0.5 x 28288) = 4.04 pretraining
+# steps until one was timed.
 cat > ins.cfg <<'EOF'
 @include "common.cfg"
 name = "tt-ins";
@@ -158,8 +162,8 @@ rc=$?
 expect "a phased run's effective.cfg trains again: $(head -c 300 again-run.txt)" test $rc -eq 0
 train_log 10 10 20 20 > est/tt-ins/train.log
 "$intrus" table --dry-run -r est ins-table.cfg > plan-ins.txt 2>&1
-expect "40 sampled steps after 1 s pretraining steps: about 232 s, modelled" \
-  grep -q "resume .*est/tt-ins at step 20 of 60, ~4 min" plan-ins.txt
+expect "40 sampled steps after 1 s pretraining steps: about 162 s, modelled: $(grep tt-ins plan-ins.txt)" \
+  grep -q "resume .*est/tt-ins at step 20 of 60, ~3 min" plan-ins.txt
 "$intrus" train -q -n 40 -o est/tt-ins ins.cfg > train-est.txt 2>&1
 expect "the phased run trains into its sampled phase" test $? -eq 0
 # A first try reached step 45 and was killed; resumed from step 20, steps 25-40 were
@@ -212,14 +216,55 @@ expect "another schedule of the same phases is timed from tt-ins: 60 s" \
 expect "a run of the sampled phase alone is timed from tt-ins's sampled phase: 75 s" \
   grep -q "train .*est/tt-nopre, 25 steps, 75 s$" plan-other.txt
 # The wider model has no phase of its kind timed anywhere: the cost model (6 FLOPs per
-# parameter and token, 12d^2 + 256d + 500d at d 48 against d 32: 1.7526 times tt-ins's),
-# at the median seconds per model FLOP of the phases that were timed (tt-ins's
-# pretraining, 1 s at 0.5 model steps, and sampled, 3 s at 2.9: (2 + 1.0345) / 2 per
-# tt-ins model step), so 44 model steps of it: 44 x 1.5172 x 1.7526 = 117 s. Not the
+# parameter and token; encoder 4d^2 + 128d, decoder 8d^2 + 128d + 500d: 15360 and 48576
+# at d 48, 8192 and 28288 at d 32, in units of 6 x 400 FLOPs), at the median seconds per
+# unit of the phases that were timed (tt-ins's pretraining, 1 s for 8192 + 0.5 x 28288,
+# and sampled, 3 s for 8192 + 2.9 x 28288: 3.901e-5 s, their mean), so its 30
+# pretraining steps of 15360 + 0.5 x 48576 and 10 sampled of 15360 + 2.9 x 48576:
+# 2,751,740 x 3.901e-5 = 107 s. Not the
 # sgemm probe's speed, which reads what else the machine runs (an estimate taken beside
 # a training run read twice as long) and puts this model at a few milliseconds a step.
-expect "a wider model is modelled from the timed runs: 117 s, $(grep tt-wide plan-other.txt)" \
+expect "a wider model is modelled from the timed runs: 107 s, $(grep tt-wide plan-other.txt)" \
   grep -q "train .*est/tt-wide, 40 steps, ~2 min$" plan-other.txt
+
+# ---- --dry-run models an image model's CNN ---------------------------------------------
+# Two image experiments on the bundled im2latex, alike but for data.batch_pixels; the
+# first timed at 1 s a step. An image model's step is mostly its CNN (3 x 2 x 9 x in x
+# out FLOPs per pixel of each stage's resolution, then the projection to d_model: 2352
+# per pixel with filters 8, 16 both pooling, at d 32, so 2.466 GFLOP for 2^20 pixels),
+# beside the decoder's 6 FLOPs per parameter and token (0.667 GFLOP: 8d^2 + 2d ff + d
+# x 8300 at 400 tokens). Twice the pixels: (4.932 + 0.667) / (2.466 + 0.667) = 1.787
+# times the time, so 100 steps about 179 s, where a model without the CNN has 100 s.
+image_experiment() { # NAME BATCH_PIXELS
+  cat > "$1.cfg" <<EOF
+seed = 3;
+name = "$1";
+data: { kind = "images"; dir = "$src/data/im2latex"; tgt = "tex"; channels = 1;
+        targets = "tokens"; max_len = 150; batch_pixels = $2; };
+model: { d_model = 32; order = "l2r";
+  encoder: { plugin = "cnn"; channels = 1; filters = [8, 16]; pool = [true, true]; };
+  decoder: { plugin = "autoregressive"; layers = 1; heads = 2; ff = 64; };
+};
+train: { steps = 100; batch_tokens = 400; lr = 1e-3; warmup = 5; log_every = 10;
+  valid_every = 1000; valid_bleu = 0; checkpoint_every = 10; };
+EOF
+}
+image_experiment tt-img 1048576
+image_experiment tt-img-wide 2097152
+cat > img-table.cfg <<'EOF'
+title = "images";
+baseline = "img";
+columns = ( { name = "tex"; title = "Tex"; } );
+rows = ( { name = "img"; title = "CNN"; experiments = { tex = "tt-img.cfg"; }; },
+         { name = "wide"; title = "CNN, twice the pixels"; experiments = { tex = "tt-img-wide.cfg"; }; } );
+EOF
+"$intrus" train -q -n 10 -o img/tt-img tt-img.cfg > train-img.txt 2>&1
+expect "the image run trains: $(tail -3 train-img.txt)" test $? -eq 0
+train_log 10 10 20 20 > img/tt-img/train.log
+"$intrus" table --dry-run -r img img-table.cfg > plan-img.txt 2>&1
+expect "the timed image run: 90 steps at 1 s: $(cat plan-img.txt)" grep -q "resume .*img/tt-img at step 10 of 100, 2 min$" plan-img.txt
+expect "twice the pixels: the CNN modelled, about 179 s: $(grep tt-img-wide plan-img.txt)" \
+  grep -q "train .*img/tt-img-wide, 100 steps, ~3 min$" plan-img.txt
 
 # ---- a finished cell kept without its checkpoint still times its phases ---------------
 # As docs/small-* keeps runs (results.json, test.hyp, train.log, effective.cfg): its

@@ -112,7 +112,7 @@ static const intrus_cfg *peek_group(const intrus_cfg *g, const char *key) {
 
 /* The experiment's phases (train.phases; a run without them is one phase of
  * train.steps), each one's steps (at most, when it stops at a plateau) and its cost
- * relative to a left-to-right step of the same model in the cost model below: the states
+ * relative to a left-to-right step of the same decoder in the cost model below: the states
  * scored per sentence at half a sentence each, plus a rollout for the sampled and argmax
  * policies. Fitted to this project's quickstart runs; an order of magnitude. argmax's
  * rollout is a beam search to the end of each sentence with the normalised scores: 1.8
@@ -216,20 +216,47 @@ static double sgemm_probe(void) {
   return 2.0 * N * N * N / best / 1e9;
 }
 
-/* GFLOP of a left-to-right step from the model's size: 6 FLOPs per parameter and target
- * token; table_read_phases scales it per phase. Seconds come from timed runs
+/* GFLOP of a CNN encoder's training step (forward and backward: 3 times the forward's
+ * multiply-adds, 2 FLOPs each) over a batch of `pixels` padded pixels: each stage's 3x3
+ * convolution at the resolution the pools before it leave (a quarter per pool), then the
+ * projection to d_model. An image step is mostly this: on data/caption-full's batches of
+ * 2^20 pixels the small preset's CNN is about 60 GFLOP a step, its decoder a fifth of it. */
+static double cnn_gflop(const intrus_cfg *enc, double d, double pixels, double channels) {
+  static const long long def_filters[] = {64, 128, 256, 512, 512};
+  long long filters[16];
+  bool def_pool[16], pool[16];
+  int nf = 0, np = 0;
+  if (!enc || intrus_cfg_ints(enc, "filters", def_filters, 5, 1, 4096, 16, filters, &nf, NULL))
+    return 0.0;
+  for (int i = 0; i < nf; i++) def_pool[i] = i < 3;
+  if (intrus_cfg_bools(enc, "pool", def_pool, nf, 16, pool, &np, NULL) || np != nf) return 0.0;
+  double flops = 0.0, scale = 1.0, in = (double)peek_int(enc, "channels", (long long)channels);
+  for (int i = 0; i < nf; i++) {
+    flops += 2.0 * 9.0 * in * (double)filters[i] * scale;
+    in = (double)filters[i];
+    if (pool[i]) scale *= 0.25;
+  }
+  flops += 2.0 * in * d * scale;
+  return 3.0 * flops * pixels / 1e9;
+}
+
+/* GFLOP of a training step of each phase from the model's size: 6 FLOPs per parameter
+ * and token, the decoder's times the phase's factor (table_read_phases: the states it
+ * scores), the encoder's once (it reads each source once whatever the states); an image
+ * model's CNN by its convolutions (cnn_gflop). Seconds come from timed runs
  * (table_s_per_gflop) or the sgemm probe: the FLOP count alone does not depend on what
  * else the machine is running. */
-double table_model_gflop_per_step(const struct intrus_config *cfg) {
+void table_phase_gflop(const struct intrus_config *cfg, int nphases, const double *factor,
+                       double *gflop) {
   const intrus_cfg *root = intrus_config_root(cfg);
   const intrus_cfg *data = peek_group(root, "data"), *model = peek_group(root, "model"),
                    *train = peek_group(root, "train");
   const intrus_cfg *enc = peek_group(model, "encoder"), *dec = peek_group(model, "decoder");
   double d = (double)peek_int(model, "d_model", 256);
-  double vocab, tokens;
+  double vocab, tokens, enc_gflop;
   const char *kind = peek_string(data, "kind", "");
-  if (strcmp(kind, "parallel") == 0 || strcmp(kind, "images") == 0) {
-    /* Images: the decoder's cost only (the CNN's is not modelled). */
+  bool images = strcmp(kind, "images") == 0;
+  if (strcmp(kind, "parallel") == 0 || images) {
     vocab = (double)peek_int(data, "bpe_merges", 8000) + 300.0;
     tokens = (double)peek_int(train, "batch_tokens", 4000);
   } else {
@@ -237,11 +264,18 @@ double table_model_gflop_per_step(const struct intrus_config *cfg) {
     tokens = (double)peek_int(train, "batch", 32) *
              (double)(peek_int(data, "min_len", 2) + peek_int(data, "max_len", 8)) / 2.0;
   }
-  double enc_p = (double)peek_int(enc, "layers", 1) *
-                 (4 * d * d + 2 * d * (double)peek_int(enc, "ff", (long long)(4 * d)));
+  if (strcmp(peek_string(enc, "plugin", ""), "cnn") == 0) {
+    enc_gflop = cnn_gflop(enc, d, (double)peek_int(data, "batch_pixels", 1 << 19),
+                          (double)peek_int(data, "channels", 1));
+  } else {
+    double enc_p = (double)peek_int(enc, "layers", 1) *
+                   (4 * d * d + 2 * d * (double)peek_int(enc, "ff", (long long)(4 * d)));
+    enc_gflop = images ? 0.0 : 6.0 * enc_p * tokens / 1e9;
+  }
   double dec_p = (double)peek_int(dec, "layers", 1) *
                  (8 * d * d + 2 * d * (double)peek_int(dec, "ff", (long long)(4 * d)));
-  return 6.0 * (enc_p + dec_p + d * vocab) * tokens / 1e9;
+  double dec_gflop = 6.0 * (dec_p + d * vocab) * tokens / 1e9;
+  for (int p = 0; p < nphases; p++) gflop[p] = enc_gflop + dec_gflop * factor[p];
 }
 
 /* ---- phase speeds and estimates -------------------------------------------------- */
@@ -295,8 +329,9 @@ static void scan_other_runs(struct table_state *s) {
     if (!cfg) continue;
     long steps[TABLE_MAX_PHASES];
     double factor[TABLE_MAX_PHASES], rate[TABLE_MAX_PHASES];
+    double gflop[TABLE_MAX_PHASES];
     int n = table_read_phases(cfg, steps, factor);
-    double gflop = table_model_gflop_per_step(cfg);
+    table_phase_gflop(cfg, n, factor, gflop);
     table_phase_rates(dir, n, steps, cur, start, rate);
     for (int p = 0; p < n; p++) {
       uint64_t key = table_phase_key(cfg, p);
@@ -305,7 +340,7 @@ static void scan_other_runs(struct table_state *s) {
       while (k < s->nknown && s->known[k].key != key) k++;
       if (k == s->nknown && s->nknown == TABLE_MAX_KNOWN) continue;
       if (k < s->nknown && s->known[k].mtime >= (double)st.st_mtime) continue;
-      s->known[k] = (struct table_known_phase){key, rate[p], gflop * factor[p],
+      s->known[k] = (struct table_known_phase){key, rate[p], gflop[p],
                                                (double)st.st_mtime};
       if (k == s->nknown) s->nknown++;
     }
@@ -314,7 +349,7 @@ static void scan_other_runs(struct table_state *s) {
   closedir(d);
 }
 
-/* Seconds per GFLOP of the cost model (table_model_gflop_per_step times a phase's factor) where
+/* Seconds per GFLOP of the cost model (table_phase_gflop) where
  * a cell has no timed phase of its own: the median over every phase that was timed, in
  * the table's cells and in the other runs read (known), so that the model is scaled by
  * how far it was off on this machine's runs; without any, the sgemm probe at 60% of its
@@ -327,10 +362,10 @@ static double table_s_per_gflop(struct table_state *s) {
   int n = 0;
   for (int k = 0; k < s->t->nrows * s->t->ncols; k++) {
     const struct table_cell_state *o = &s->cells[k / s->t->ncols][k % s->t->ncols];
-    if (o->state == CELL_EMPTY || !(o->model_gflop > 0)) continue;
+    if (o->state == CELL_EMPTY) continue;
     for (int q = 0; q < o->nphases; q++)
-      if (isfinite(o->phase_rate[q]) && o->phase_factor[q] > 0)
-        v[n++] = o->phase_rate[q] / (o->model_gflop * o->phase_factor[q]);
+      if (isfinite(o->phase_rate[q]) && o->phase_gflop[q] > 0)
+        v[n++] = o->phase_rate[q] / o->phase_gflop[q];
   }
   for (int k = 0; k < s->nknown; k++)
     if (isfinite(s->known[k].rate) && s->known[k].gflop > 0)
@@ -372,9 +407,9 @@ void table_estimate(struct table_state *s, int r, int c) {
   cs->measured = true;
   if (cs->state == CELL_DONE) return;
   double spg = NAN; /* seconds per model GFLOP, once a phase needs the model */
-  for (int p = cs->nphases - 1; p >= 0 && cs->model_gflop > 0; p--)
-    if (isfinite(rate[p]) && cs->phase_factor[p] > 0) {
-      spg = rate[p] / (cs->model_gflop * cs->phase_factor[p]);
+  for (int p = cs->nphases - 1; p >= 0; p--)
+    if (isfinite(rate[p]) && cs->phase_gflop[p] > 0) {
+      spg = rate[p] / cs->phase_gflop[p];
       break;
     }
   double sum = 0.0;
@@ -384,7 +419,7 @@ void table_estimate(struct table_state *s, int r, int c) {
     if (isnan(sp)) {
       scan_other_runs(s); /* a cell without keys (another encoder) calibrates on them too */
       if (isnan(spg)) spg = table_s_per_gflop(s);
-      sp = cs->model_gflop * cs->phase_factor[p] * spg;
+      sp = cs->phase_gflop[p] * spg;
       cs->measured = false;
     }
     sum += (double)cs->phase_left[p] * sp;

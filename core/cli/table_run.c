@@ -112,7 +112,7 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   else cs->state = CELL_NEW;
   cs->data_recorded = dataset_manifest_train(cs->run_dir, &cs->data_trained);
   cs->data_known = table_corpus_now(s, cfg, cs->run_dir, &cs->data_now);
-  cs->model_gflop = table_model_gflop_per_step(cfg);
+  table_phase_gflop(cfg, cs->nphases, cs->phase_factor, cs->phase_gflop);
   intrus_config_free(cfg);
   return INTRUS_OK;
 }

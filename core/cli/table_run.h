@@ -33,9 +33,10 @@ struct table_cell_state {
                              * uninterrupted one only with one */
   int nphases;              /* train.phases, or 1 */
   long phase_left[TABLE_MAX_PHASES];     /* steps each phase still trains */
-  double phase_factor[TABLE_MAX_PHASES]; /* cost model: a step's cost in left-to-right steps */
+  double phase_factor[TABLE_MAX_PHASES]; /* cost model: a step's decoder cost in
+                                          * left-to-right steps */
   double phase_rate[TABLE_MAX_PHASES];   /* s/step in its own train.log's rows, NAN if none */
-  double model_gflop;       /* the cost model's left-to-right step, GFLOP */
+  double phase_gflop[TABLE_MAX_PHASES];  /* cost model: a step of each phase, GFLOP */
   bool measured;            /* every phase still to train timed from a train.log */
   double estimate_s;        /* training time still to go */
   uint64_t phase_key[TABLE_MAX_PHASES]; /* what a step of each phase costs depends on

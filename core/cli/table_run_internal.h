@@ -21,8 +21,10 @@ int table_read_phases(const struct intrus_config *cfg, long steps[TABLE_MAX_PHAS
                       double factor[TABLE_MAX_PHASES]);
 /* What a step of phase p costs depends on, as a key; 0 for a model it does not read. */
 uint64_t table_phase_key(const struct intrus_config *cfg, int p);
-/* GFLOP of a left-to-right step of the experiment's model (the cost model). */
-double table_model_gflop_per_step(const struct intrus_config *cfg);
+/* GFLOP of a training step of each of the experiment's phases (the cost model), from
+ * the phases' factors (table_read_phases). */
+void table_phase_gflop(const struct intrus_config *cfg, int nphases, const double *factor,
+                       double *gflop);
 /* Each phase's seconds per step in run_dir's train.log (NAN where it has too few rows);
  * returns the log's last train_s, NAN without one. */
 double table_phase_rates(const char *run_dir, int nphases, const long *steps, int cur,
