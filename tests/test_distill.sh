@@ -4,7 +4,8 @@
 # sources with the same checkpoint and search, and the other files are the teacher's
 # corpus; its BLEU is `intrus eval bleu` of them; a distillation killed with SIGKILL
 # resumes at the line it reached and ends with the bytes of an uninterrupted one; a
-# corpus made with another search or another checkpoint is refused, naming it, and one
+# corpus made with another search (a finish penalty included: -f, data.distill's
+# finish_penalty) or another checkpoint is refused, naming it, and one
 # made with the same is reused; an experiment with data.distill distils first, then
 # trains exactly as one whose data.dir names that corpus; its teacher untrained is an
 # error; intrus table trains a teacher row before the row that distils from it.
@@ -120,6 +121,15 @@ refused() { # DESCRIPTION WANT-TEXT ARGS...
 }
 refused "another beam is refused, naming it" "search.beam: 2 when it was made, 3 now" -b 3
 refused "another alpha is refused, naming it" "search.alpha: 1 when it was made, 0.5 now" -a 0.5
+refused "another finish penalty is refused, naming it" \
+  "search.finish_penalty: 0 when it was made, 1.5 now" -f 1.5
+"$intrus" distill -q teacher.cfg -o fp -f 2 > fp.txt 2>&1
+expect "-f distils with that finish penalty" grep -q "^search.finish_penalty 2$" fp/MANIFEST
+sed 's/beam = 2;/beam = 2; finish_penalty = 2.0;/' teacher.cfg > teacher-fp.cfg
+"$intrus" decode -q teacher-fp.cfg -i data/train.en -O decoded-fp.de
+expect "its targets are intrus decode with search.finish_penalty = 2" cmp -s decoded-fp.de fp/train.de
+expect "(longer: $(wc -w < decoded-fp.de) words against $(wc -w < decoded.de) without)" \
+  test "$(wc -w < decoded-fp.de)" -gt "$(wc -w < decoded.de)"
 sed 's/beam = 2;/beam = 2; max_len_a = 1.5;/' teacher.cfg > teacher-len.cfg
 "$intrus" distill -q teacher-len.cfg -r runs/teacher -o ref > out.txt 2>&1
 expect "another search setting of the teacher's is refused, naming it" \
@@ -167,6 +177,10 @@ expect "run again, the corpus is reused" grep -q "holds the corpus of this teach
 student beam3 'distill = { teacher = "teacher.cfg"; beam = 3; };'
 "$intrus" train -q -n 1 beam3.cfg > beam3.txt 2>&1
 expect "data.distill.beam makes a corpus of its own" grep -q "^search.beam 3$" runs/teacher/distill-b3/MANIFEST
+student fp2 'distill = { teacher = "teacher.cfg"; finish_penalty = 2.0; };'
+"$intrus" train -q -n 1 fp2.cfg > fp2.txt 2>&1
+expect "data.distill.finish_penalty makes a corpus of its own" \
+  grep -q "^search.finish_penalty 2$" runs/teacher/distill-f2/MANIFEST
 sed -i 's/beam = 2;/beam = 2; alpha = 0.8;/' teacher.cfg
 "$intrus" train student.cfg > out.txt 2>&1
 rc=$?

@@ -22,6 +22,9 @@ struct cli_distill_opts {
   int beam;                /* 0: the teacher's search.beam */
   bool has_alpha;
   double alpha;            /* when has_alpha: instead of the teacher's search.alpha */
+  bool has_finish_penalty;
+  double finish_penalty;   /* when has_finish_penalty: instead of the teacher's
+                            * search.finish_penalty */
   long chunk;              /* 0: CLI_DISTILL_CHUNK; a resumed distillation keeps its own */
   const char *src, *tgt;   /* the languages the corpus is for (NULL: the teacher's) */
   const struct intrus_plugin_search *search;

@@ -31,6 +31,8 @@ static const char distill_usage[] =
     "                         teacher's eval.checkpoint = \"best\")\n"
     "  -b, --beam N           instead of the teacher's search.beam\n"
     "  -a, --alpha A          instead of the teacher's search.alpha (length normalisation)\n"
+    "  -f, --finish-penalty B instead of the teacher's search.finish_penalty (subtracted\n"
+    "                         from log p(end); longer outputs)\n"
     "      --chunk N          lines decoded between two saves (default 1000; a resumed\n"
     "                         distillation keeps the chunks it began with)\n"
     "  -p, --plugin-path DIRS colon-separated plugin directories searched first\n"
@@ -47,6 +49,7 @@ int intrus_cmd_distill(int argc, char **argv) {
       {"out", required_argument, NULL, 'o'},        {"run-dir", required_argument, NULL, 'r'},
       {"checkpoint", required_argument, NULL, 'c'}, {"beam", required_argument, NULL, 'b'},
       {"alpha", required_argument, NULL, 'a'},      {"chunk", required_argument, NULL, 'k'},
+      {"finish-penalty", required_argument, NULL, 'f'},
       {"plugin-path", required_argument, NULL, 'p'}, {"quiet", no_argument, NULL, 'q'},
       {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
   const char *out = NULL, *run_dir = NULL, *plugin_path = NULL;
@@ -55,7 +58,7 @@ int intrus_cmd_distill(int argc, char **argv) {
   int c;
   char *end;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "o:r:c:b:a:p:qh", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "o:r:c:b:a:f:p:qh", longopts, NULL)) != -1) {
     switch (c) {
     case 'o': out = optarg; break;
     case 'r': run_dir = optarg; break;
@@ -72,6 +75,12 @@ int intrus_cmd_distill(int argc, char **argv) {
       if (*end || end == optarg || !(o.alpha >= 0 && o.alpha <= 10))
         return bad_value("--alpha", "a number in 0..10", optarg);
       o.has_alpha = true;
+      break;
+    case 'f':
+      o.finish_penalty = strtod(optarg, &end);
+      if (*end || end == optarg || !(o.finish_penalty >= 0 && o.finish_penalty <= 1e6))
+        return bad_value("--finish-penalty", "a number in 0..1e6", optarg);
+      o.has_finish_penalty = true;
       break;
     case 'k':
       errno = 0;

@@ -85,6 +85,7 @@ static enum intrus_status teacher_open(const struct cli_distill_opts *o, struct 
                             o->teacher);
   if ((st = translator_set_beam(&tc->t, o->beam, "the distillation's beam", err))) return st;
   if (o->has_alpha) tc->t.beam.alpha = (float)o->alpha;
+  if (o->has_finish_penalty) tc->t.beam.finish_penalty = o->finish_penalty;
   for (int s = 0; s < 3; s++)
     for (int side = 0; side < 2; side++)
       dataset_split_path(&tc->t.data, splits[s], side ? tc->t.data.tgt_lang : tc->t.data.src_lang,
@@ -108,7 +109,8 @@ static enum intrus_status teacher_open(const struct cli_distill_opts *o, struct 
   r->search = (struct distill_search){.beam = b->beam, .alpha = b->alpha,
                                       .max_len_a = b->max_len_a, .max_len_b = b->max_len_b,
                                       .prune = b->prune, .finish_in_beam = b->finish_in_beam,
-                                      .max_src_len = tc->t.max_src_len};
+                                      .max_src_len = tc->t.max_src_len, .slots = b->slots,
+                                      .finish_penalty = b->finish_penalty};
   snprintf(r->teacher, sizeof r->teacher, "%s", o->teacher);
   snprintf(r->checkpoint_path, sizeof r->checkpoint_path, "%s", tc->ckpt);
   r->batch_tokens = tc->t.batch_tokens;
@@ -411,11 +413,11 @@ enum intrus_status cli_distill(const struct cli_distill_opts *o, struct cli_dist
   }
   if (o->progress) {
     fprintf(o->progress,
-            "distill: %s line %zu of %zu training sources of %s (%s) with beam %d, alpha %g "
-            "into %s, saved every %ld lines\n",
+            "distill: %s line %zu of %zu training sources of %s (%s) with beam %d, alpha %g, "
+            "finish penalty %g into %s, saved every %ld lines\n",
             r->resumed_at ? "resuming at" : "decoding from", rec->done + 1, tc.train.n,
-            o->teacher, tc.ckpt, tc.t.beam.beam, (double)tc.t.beam.alpha, o->out_dir,
-            rec->chunk);
+            o->teacher, tc.ckpt, tc.t.beam.beam, (double)tc.t.beam.alpha,
+            tc.t.beam.finish_penalty, o->out_dir, rec->chunk);
     fflush(o->progress);
   }
   if ((st = decode_rest(o, &tc, &c, rec, &t, &r->seconds, err)) ||
@@ -477,7 +479,9 @@ enum intrus_status cli_distill_for(struct intrus_config *cfg, const char *run_di
     return st;
   struct cli_distill_opts o = {.teacher = dd.teacher, .teacher_run = dd.teacher_run,
                                .out_dir = dd.dir, .beam = dd.beam, .has_alpha = dd.has_alpha,
-                               .alpha = dd.alpha, .src = src, .tgt = tgt, .search = search,
+                               .alpha = dd.alpha, .has_finish_penalty = dd.has_finish_penalty,
+                               .finish_penalty = dd.finish_penalty, .src = src, .tgt = tgt,
+                               .search = search,
                                .progress = progress};
   struct cli_distill_result r;
   if ((st = cli_distill(&o, &r, err)))

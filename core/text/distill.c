@@ -68,12 +68,16 @@ enum intrus_status dataset_distill_read(const intrus_cfg *g, const char *exp_pat
       (intrus_cfg_has(g, "beam") && (st = intrus_cfg_int_range(g, "beam", 1, 1, 1024, &beam, err))) ||
       (intrus_cfg_has(g, "alpha") &&
        (st = intrus_cfg_double_range(g, "alpha", 0, 0.0, 10.0, &out->alpha, err))) ||
+      (intrus_cfg_has(g, "finish_penalty") &&
+       (st = intrus_cfg_double_range(g, "finish_penalty", 0, 0.0, 1e6, &out->finish_penalty,
+                                     err))) ||
       (intrus_cfg_has(g, "dir") && (st = intrus_cfg_string_req(g, "dir", &dir, err))) ||
       (intrus_cfg_has(g, "run_dir") && (st = intrus_cfg_string_req(g, "run_dir", &teacher_run, err))) ||
       (st = intrus_cfg_check_unknown(g, err)))
     return st;
   out->beam = (int)beam;
   out->has_alpha = intrus_cfg_has(g, "alpha");
+  out->has_finish_penalty = intrus_cfg_has(g, "finish_penalty");
   resolve(teacher, exp_path, out->teacher, sizeof out->teacher);
   if (teacher_run) {
     resolve(teacher_run, exp_path, out->teacher_run, sizeof out->teacher_run);
@@ -94,6 +98,8 @@ enum intrus_status dataset_distill_read(const intrus_cfg *g, const char *exp_pat
   if (out->beam) snprintf(tail, sizeof tail, "-b%d", out->beam);
   if (out->has_alpha)
     snprintf(tail + strlen(tail), sizeof tail - strlen(tail), "-a%g", out->alpha);
+  if (out->has_finish_penalty)
+    snprintf(tail + strlen(tail), sizeof tail - strlen(tail), "-f%g", out->finish_penalty);
   if (snprintf(out->dir, sizeof out->dir, "%s/distill%s", out->teacher_run, tail) >=
       (int)sizeof out->dir)
     return intrus_cfg_error(g, NULL, err, "the distilled corpus's directory is too long");
@@ -121,10 +127,12 @@ enum intrus_status distill_record_write(const char *path, const struct distill_r
   put_fp(f, "checkpoint", r->checkpoint);
   put_fp(f, "tokenizer", r->tokenizer);
   fprintf(f, "search.beam %d\nsearch.alpha %.9g\nsearch.max_len_a %.9g\nsearch.max_len_b %d\n"
-             "search.prune %s\nsearch.finish_in_beam %s\nsearch.max_src_len %d\n",
+             "search.prune %s\nsearch.finish_in_beam %s\nsearch.max_src_len %d\n"
+             "search.slots %d\nsearch.finish_penalty %.17g\n",
           r->search.beam, (double)r->search.alpha, (double)r->search.max_len_a,
           r->search.max_len_b, r->search.prune ? "true" : "false",
-          r->search.finish_in_beam ? "true" : "false", r->search.max_src_len);
+          r->search.finish_in_beam ? "true" : "false", r->search.max_src_len, r->search.slots,
+          r->search.finish_penalty);
   fprintf(f, "src %s\ntgt %s\n", r->src, r->tgt);
   put_fp(f, "sources", r->sources);
   fprintf(f, "lines %zu\n", r->lines);
@@ -230,6 +238,12 @@ enum intrus_status distill_record_read(const char *path, struct distill_record *
   r->search.prune = get_bool(&fr, "search.prune");
   r->search.finish_in_beam = get_bool(&fr, "search.finish_in_beam");
   r->search.max_src_len = (int)get_u64(&fr, "search.max_src_len", 10);
+  /* Recorded since 2026-12-05: a corpus made before was made without either (both 0). */
+  char v0[64];
+  if (lookup(text, "search.slots", v0, sizeof v0))
+    r->search.slots = (int)get_u64(&fr, "search.slots", 10);
+  if (lookup(text, "search.finish_penalty", v0, sizeof v0))
+    r->search.finish_penalty = get_double(&fr, "search.finish_penalty");
   field(&fr, "src", r->src, sizeof r->src);
   field(&fr, "tgt", r->tgt, sizeof r->tgt);
   r->sources = get_u64(&fr, "sources", 16);
@@ -296,6 +310,11 @@ bool distill_record_matches(const struct distill_record *was, const struct disti
   if (a->max_src_len != b->max_src_len)
     say(why, n, "search.max_src_len: %d when it was made, %d now", a->max_src_len,
         b->max_src_len);
+  if (a->slots != b->slots)
+    say(why, n, "search.slots: %d when it was made, %d now", a->slots, b->slots);
+  if (a->finish_penalty != b->finish_penalty)
+    say(why, n, "search.finish_penalty: %g when it was made, %g now", a->finish_penalty,
+        b->finish_penalty);
   if (strcmp(was->src, now->src) || strcmp(was->tgt, now->tgt))
     say(why, n, "the languages: %s-%s when it was made, %s-%s now", was->src, was->tgt, now->src,
         now->tgt);

@@ -9,10 +9,12 @@
  *   data: { kind = "parallel"; src = "en"; tgt = "de";
  *           distill = { teacher = "l2r.cfg";   (relative to this experiment file)
  *                       beam = 4; alpha = 1.0;  (default: the teacher's search)
+ *                       finish_penalty = 2.0;   (default: the teacher's search)
  *                       run_dir = "...";        (the teacher's run; default: beside this
  *                                                experiment's run, RUNS/<teacher name>)
  *                       dir = "..."; };         (the corpus; default TEACHER_RUN/distill,
- *                                                distill-b<beam>-a<alpha> with overrides)
+ *                                                distill-b<beam>-a<alpha>-f<penalty> with
+ *                                                overrides)
  *           ... };
  * which `intrus run`, `train` and `table` distil first when needed. */
 #ifndef INTRUS_DISTILL_H
@@ -33,6 +35,9 @@ struct dataset_distill {
   int beam;               /* 0: the teacher's search.beam */
   bool has_alpha;
   double alpha;           /* when has_alpha: instead of the teacher's search.alpha */
+  bool has_finish_penalty;
+  double finish_penalty;  /* when has_finish_penalty: instead of the teacher's
+                           * search.finish_penalty */
 };
 
 /* Reads the data.distill group g (strictly, filling in no defaults, so that the
@@ -52,8 +57,9 @@ void dataset_runs_parent(const char *run_dir, char *out, size_t n);
  * corpus's MANIFEST, and (with done and targets) the progress record of a distillation
  * under way. */
 struct distill_search {
-  int beam, max_len_b, max_src_len;
+  int beam, max_len_b, max_src_len, slots;
   float alpha, max_len_a;
+  double finish_penalty;
   bool prune, finish_in_beam;
 };
 struct distill_record {
