@@ -47,11 +47,12 @@ train_one() { # EXPERIMENT-FILE (relative to $tmp/experiments)
     bad "$1 does not train: $(cat "$tmp/out.txt")"
   fi
 }
-# The warm-started rows (model.init) copy from their baseline's best.ckpt under runs/,
-# relative to the experiment file: a one-step baseline on the same stand-in stands in.
-"$intrus" train "$tmp/experiments/small/en-ru/l2r.cfg" -o "$tmp/runs/small-en-ru-l2r" -n 1 -q \
-  > "$tmp/out.txt" 2>&1 || bad "the stand-in baseline does not train: $(cat "$tmp/out.txt")"
-cp "$tmp/runs/small-en-ru-l2r/checkpoint.ckpt" "$tmp/runs/small-en-ru-l2r/best.ckpt"
+# The warm-started rows (model.init) copy from their teacher's best.ckpt under runs/,
+# relative to the experiment file: a one-step teacher on the same stand-in stands in.
+t="$tmp/runs/small-en-ru-l2r-teacher"
+"$intrus" train "$tmp/experiments/small/en-ru/l2r-teacher.cfg" -o "$t" -n 1 -q \
+  > "$tmp/out.txt" 2>&1 || bad "the stand-in teacher does not train: $(cat "$tmp/out.txt")"
+cp "$t/checkpoint.ckpt" "$t/best.ckpt"
 n=0
 for f in $(cd "$tmp/experiments" && ls small/*/*.cfg | grep -v "^small/common/"); do
   train_one "$f"
