@@ -8,7 +8,8 @@
 # finish_penalty) or another checkpoint is refused, naming it, and one
 # made with the same is reused; an experiment with data.distill distils first, then
 # trains exactly as one whose data.dir names that corpus; its teacher untrained is an
-# error; intrus table trains a teacher row before the row that distils from it.
+# error; intrus table trains a teacher row before the row that distils from it; a student
+# warm-started from its teacher takes the teacher's BPE and vocabulary (data.vocab_from).
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
@@ -190,6 +191,47 @@ else
   bad "teacher alpha 0.8: exit $rc (want 5): $(cat out.txt)"
 fi
 sed -i 's/ alpha = 0.8;//' teacher.cfg
+
+# ---- data.vocab_from: a distilled student warm-started from its teacher ------------------
+warm() { # NAME DATA-SETTINGS
+  cat > "$1.cfg" <<EOF
+name = "$1";
+seed = 5;
+data: { kind = "parallel"; distill = { teacher = "teacher.cfg"; }; $2 src = "en"; tgt = "de";
+  bpe_merges = 200; max_len = 40; };
+$(echo "$model" | sed 's|^model: {|model: { init = { checkpoint = "runs/teacher/checkpoint.ckpt"; };|')
+train: { steps = 4; batch_tokens = 300; lr = 3e-3; warmup = 5; log_every = 2;
+  valid_every = 1000; checkpoint_every = 2; };
+EOF
+}
+warm own ''
+"$intrus" train -q -n 1 own.cfg > out.txt 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -q "another vocabulary than this run's.*or data.vocab_from" out.txt; then
+  ok "without data.vocab_from the student's own BPE is refused by model.init, naming the setting"
+else
+  bad "warm start on the distilled corpus's own BPE: exit $rc: $(cat out.txt)"
+fi
+warm warm 'vocab_from = "runs/teacher";'
+"$intrus" train -n 2 warm.cfg > warm.txt 2>&1
+expect "with data.vocab_from the warm-started student trains" test $? -eq 0
+expect "it says whose BPE it takes" grep -q "^BPE codes and vocabulary of ./runs/teacher$" warm.txt
+expect "its BPE codes are the teacher's" cmp -s runs/teacher/bpe.codes runs/warm/bpe.codes
+expect "its vocabulary is the teacher's" cmp -s runs/teacher/vocab.txt runs/warm/vocab.txt
+expect "every parameter is copied: $(sed -n "s/^ *copied //p" runs/warm/warm_start.txt)" \
+  grep -Eq "copied ([0-9]+) of \1 parameters" runs/warm/warm_start.txt
+"$intrus" train -q warm.cfg > out.txt 2>&1
+expect "it resumes to its last step (its tokenizer files checked against its tokenizer.txt)" \
+  eval 'test $? -eq 0 && tail -1 runs/warm/train.log | grep -q "^4	"'
+warm nofiles 'vocab_from = "data";'
+"$intrus" train -q -n 1 nofiles.cfg > out.txt 2>&1
+expect "a directory without tokenizer.txt is refused, naming file, line and setting" \
+  grep -q "nofiles.cfg:3: .*data.vocab_from.*data holds no tokenizer.txt" out.txt
+warm merges 'vocab_from = "runs/student";'
+"$intrus" train -q -n 1 merges.cfg > out.txt 2>&1
+expect "a run of other data settings is refused, naming the setting" \
+  grep -q "data.vocab_from: .*runs/student: the BPE codes and vocabulary there were made with other data settings" out.txt
+expect "(and nothing of it is taken)" test ! -e runs/merges/bpe.codes
 sed 's/name = "teacher"/name = "untrained"/' teacher.cfg > untrained.cfg
 student orphan 'distill = { teacher = "untrained.cfg"; };'
 "$intrus" run orphan.cfg > out.txt 2>&1

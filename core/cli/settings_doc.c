@@ -48,6 +48,7 @@ static const struct setting_doc experiment_settings[] = {
     {"data(parallel).bpe_merges", "BPE merges learnt on the training split (0: words, no BPE)"},
     {"data(parallel).joint_vocab", "one BPE and vocabulary for both languages (false: one each)"},
     {"data(parallel).max_len", "training pairs with a side longer than this many subwords are skipped"},
+    {"data(parallel).vocab_from", "a trained run's directory, relative to the experiment file, whose BPE codes and vocabulary a fresh run takes instead of learning its own (a distilled student warm-started from its teacher needs the teacher's)", "learnt from the training split"},
     {"data(images).dir", "directory of SPLIT.img (PNG lists) and SPLIT.TGT[.K] targets, relative to the experiment file"},
     {"data(images).tgt", "suffix of the target files (at most 15 characters)"},
     {"data(images).channels", "channels an image is read as: 1 (grey) or 3 (RGB; 2 is refused)"},

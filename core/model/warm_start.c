@@ -277,7 +277,8 @@ enum intrus_status intrus_warm_start(struct intrus_model *m, const struct warm_s
     return intrus_cfg_error(ws->group, "checkpoint", err,
                             "%s was trained with another vocabulary than this run's (%s): "
                             "vocabulary fingerprint 0x%016llx against 0x%016llx; a warm start "
-                            "needs the same data settings and training split",
+                            "needs the same data settings and training split, or "
+                            "data.vocab_from naming the source's run",
                             ws->path, vocab_where, (unsigned long long)src_vocab,
                             (unsigned long long)vocab_fp);
   }

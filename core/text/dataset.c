@@ -33,10 +33,28 @@ static enum intrus_status configure_synthetic(struct dataset *d, const intrus_cf
   return INTRUS_OK;
 }
 
+/* path relative to the experiment file, so experiments run from any directory. */
+static void resolve_path(const char *path, const char *exp_path, char *out, size_t n) {
+  if (path[0] == '/' || !exp_path) {
+    snprintf(out, n, "%s", path);
+    return;
+  }
+  char copy[4096];
+  snprintf(copy, sizeof copy, "%s", exp_path);
+  snprintf(out, n, "%s/%s", dirname(copy), path);
+}
+
+enum intrus_status dataset_resolve_dir(struct dataset *d, const char *dir, const char *exp_path,
+                                       struct intrus_error *err) {
+  (void)err;
+  resolve_path(dir, exp_path, d->dir, sizeof d->dir);
+  return INTRUS_OK;
+}
+
 static enum intrus_status configure_parallel(struct dataset *d, const intrus_cfg *g,
                                              const char *exp_path, const char *run_dir,
                                              struct intrus_error *err) {
-  const char *dir = NULL, *src, *tgt;
+  const char *dir = NULL, *src, *tgt, *vocab_from;
   const intrus_cfg *distill = NULL;
   long long merges, max_len;
   bool joint;
@@ -51,6 +69,7 @@ static enum intrus_status configure_parallel(struct dataset *d, const intrus_cfg
       (st = intrus_cfg_int_range(g, "bpe_merges", 8000, 0, 1 << 20, &merges, err)) ||
       (st = intrus_cfg_bool(g, "joint_vocab", true, &joint, err)) ||
       (st = intrus_cfg_int_range(g, "max_len", 100, 1, 1 << 16, &max_len, err)) ||
+      (st = intrus_cfg_string(g, "vocab_from", "", &vocab_from, err)) ||
       (st = intrus_cfg_check_unknown(g, err)))
     return st;
   if (strlen(src) >= sizeof d->src_lang || strlen(tgt) >= sizeof d->tgt_lang)
@@ -67,6 +86,15 @@ static enum intrus_status configure_parallel(struct dataset *d, const intrus_cfg
   d->bpe_merges = (int)merges;
   d->joint = joint;
   d->max_tokens_len = (int)max_len;
+  if (vocab_from[0]) {
+    /* A run directory, relative to the experiment file as dir is. Its files are checked
+     * when a fresh run takes them (dataset_prepare); here only that there are some. */
+    resolve_path(vocab_from, exp_path, d->vocab_from, sizeof d->vocab_from);
+    if (!intrus_cfg_settings_only(g) && !dataset_manifest_exists(d->vocab_from))
+      return intrus_cfg_error(g, "vocab_from", err,
+                              "%s holds no tokenizer.txt: not the directory of a trained run",
+                              d->vocab_from);
+  }
   /* A distilled corpus is made before training (intrus run, train and table). */
   if (distill) return INTRUS_OK;
   char path[4200];
@@ -77,19 +105,6 @@ static enum intrus_status configure_parallel(struct dataset *d, const intrus_cfg
   return INTRUS_OK;
 }
 
-enum intrus_status dataset_resolve_dir(struct dataset *d, const char *dir, const char *exp_path,
-                                       struct intrus_error *err) {
-  if (dir[0] == '/' || !exp_path) {
-    snprintf(d->dir, sizeof d->dir, "%s", dir);
-    return INTRUS_OK;
-  }
-  /* Relative to the experiment file, so experiments run from any directory. */
-  char *copy = strdup(exp_path);
-  if (!copy) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-  snprintf(d->dir, sizeof d->dir, "%s/%s", dirname(copy), dir);
-  free(copy);
-  return INTRUS_OK;
-}
 
 enum intrus_status dataset_configure(struct dataset *d, const intrus_cfg *data,
                                      const char *exp_path, const char *run_dir,
@@ -264,7 +279,16 @@ enum intrus_status dataset_prepare(struct dataset *d, const char *run_dir, long 
       legacy = true;
     }
   }
-  if (access(cs, F_OK) != 0) {
+  if (access(cs, F_OK) != 0 && d->vocab_from[0]) {
+    record = true;
+    /* First run with another run's segmentation (data.vocab_from). */
+    if (progress) fprintf(progress, "BPE codes and vocabulary of %s\n", d->vocab_from);
+    if ((st = dataset_manifest_adopt(d, d->vocab_from, run_dir, err)) ||
+        (st = load_pipeline_files(d, run_dir, err)))
+      goto done;
+    bpe_all(d->src_bpe, ts, train.n);
+    bpe_all(d->tgt_bpe, tt, train.n);
+  } else if (access(cs, F_OK) != 0) {
     record = true;
     /* First run: learn the segmentation from the training split. */
     wsrc = intrus_wordcount_create();

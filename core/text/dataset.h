@@ -30,6 +30,8 @@ struct dataset {
   /* parallel */
   char src_lang[16], tgt_lang[16];
   char dir[4096];               /* the corpus directory, resolved */
+  char vocab_from[4096];        /* data.vocab_from resolved: the run whose tokenizer files a
+                                   new run takes instead of learning its own; "" when unset */
   int bpe_merges, max_tokens_len;
   bool joint;
   struct intrus_tokenizer *src_tok, *tgt_tok;
@@ -85,6 +87,10 @@ uint64_t dataset_train_fp(const struct intrus_parallel_text *train);
 /* FNV-1a of a file's bytes (INTRUS_ERR_IO naming it when it cannot be read). */
 enum intrus_status dataset_file_fp(const char *path, uint64_t *fp, struct intrus_error *err);
 bool dataset_manifest_exists(const char *run_dir);
+/* Copies from_dir's tokenizer files into run_dir (data.vocab_from), after checking them
+ * against from_dir's tokenizer.txt and its settings against d's. */
+enum intrus_status dataset_manifest_adopt(const struct dataset *d, const char *from_dir,
+                                          const char *run_dir, struct intrus_error *err);
 enum intrus_status dataset_manifest_write(const struct dataset *d, const char *run_dir,
                                           uint64_t train_fp, struct intrus_error *err);
 /* The training data's fingerprint a run recorded (false: no tokenizer.txt, or none in

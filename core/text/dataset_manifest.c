@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "dataset.h"
+#include "intrus/corpus.h"
 #include "intrus/fileio.h"
 #include "intrus/rng.h"
 
@@ -120,12 +121,13 @@ bool dataset_manifest_train(const char *run_dir, uint64_t *train_fp) {
   return manifest_read(run_dir, path, text) && lookup(text, "train", train_fp);
 }
 
-enum intrus_status dataset_manifest_check(const struct dataset *d, const char *run_dir,
-                                          const uint64_t *train_fp, struct intrus_error *err) {
+/* dataset_manifest_check with the advice its errors end with. */
+static enum intrus_status check(const struct dataset *d, const char *run_dir,
+                                const uint64_t *train_fp, const char *fresh,
+                                struct intrus_error *err) {
   char path[4200], text[2048];
   if (!manifest_read(run_dir, path, text))
     return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-  const char *fresh = "train into a new run directory (-o) or delete this one to start over";
   uint64_t want, settings, train;
   if (!lookup(text, "settings", &settings) || !lookup(text, "train", &train))
     return intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: damaged (no 'settings' or 'train' line)",
@@ -158,4 +160,30 @@ enum intrus_status dataset_manifest_check(const struct dataset *d, const char *r
                               paths[i], fp, want, path, fresh);
   }
   return INTRUS_OK;
+}
+
+enum intrus_status dataset_manifest_check(const struct dataset *d, const char *run_dir,
+                                          const uint64_t *train_fp, struct intrus_error *err) {
+  return check(d, run_dir, train_fp,
+               "train into a new run directory (-o) or delete this one to start over", err);
+}
+
+enum intrus_status dataset_manifest_adopt(const struct dataset *d, const char *from_dir,
+                                          const char *run_dir, struct intrus_error *err) {
+  enum intrus_status st =
+      check(d, from_dir, NULL, "data.vocab_from must name a run of the same src, tgt, "
+            "bpe_merges and joint_vocab, its files as it made them", err);
+  if (st) return intrus_error_prefix(err, "data.vocab_from");
+  char from[4][4200], to[4][4200];
+  const char *names[4];
+  int n = files(d, from_dir, from, names);
+  files(d, run_dir, to, names);
+  for (int i = 0; i < n && !st; i++) {
+    char *buf = NULL;
+    size_t len = 0;
+    if (!(st = intrus_file_read_all(from[i], &buf, &len, err)))
+      st = intrus_file_write_atomic(to[i], buf, len, err);
+    free(buf);
+  }
+  return st;
 }
