@@ -6,7 +6,8 @@
 # uninterrupted table (logs, outputs, scores); a second invocation trains nothing; a cell
 # trained on other data than its corpus holds now, or than its column's other cells, is
 # named; two tables that share a run, started together, train it once; --row and --column
-# run only the cells named.
+# run only the cells named; scripts/score-committed.sh scores a table from its cells'
+# committed files into the same table.
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
@@ -297,6 +298,21 @@ wait_for() { # FILE: until it exists, at most 30 s
 # ---- uninterrupted, then killed and resumed ------------------------------------------
 "$intrus" table -q -r ref -O ref-out table.cfg > ref.txt 2>&1
 expect "the uninterrupted table runs" test $? -eq 0
+# The same table scored from its cells' files alone, as committed under docs/.
+for r in l2r r2l; do
+  mkdir -p "committed/$r"
+  cp ref/tt-$r/results.json ref/tt-$r/test.hyp ref/tt-$r/effective.cfg ref/tt-$r/train.log \
+    ref/tt-$r/tokenizer.txt \
+    "committed/$r/"
+done
+INTRUS=$intrus sh "$src/scripts/score-committed.sh" -d committed table.cfg sc-out > sc.txt 2>&1
+expect "scripts/score-committed.sh scores the committed files" test $? -eq 0
+sed 's|`ref/|`runs/|' ref-out/table.md > ref-table.md
+if cmp -s ref-table.md sc-out/table.md; then
+  ok "into the table of the runs themselves (run paths as runs/NAME)"
+else
+  bad "scripts/score-committed.sh's table differs: $(diff ref-table.md sc-out/table.md; cat sc.txt)"
+fi
 "$intrus" table -q -r cut -O cut-out table.cfg > cut1.txt 2>&1 &
 bg=$!
 # Kill it once l2r has checkpointed (step 20 or later) and before it finished.
