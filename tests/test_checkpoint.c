@@ -647,6 +647,91 @@ static void test_abort(void) {
   intrus_ckpt_abort(NULL);
 }
 
+/* intrus_ckpt_strip_moments: the copy holds every record but the moments, bit for bit and
+ * in order, under the same fingerprint; it loads values-only and refuses a resume by
+ * name; stripping in place works; a damaged source is refused and leaves no file. */
+static void test_strip_moments(void) {
+  char full[1024], lean[1024], bad[1024];
+  snprintf(full, sizeof full, "%s", test_tmp_path("full.ckpt"));
+  snprintf(lean, sizeof lean, "%s", test_tmp_path("lean.ckpt"));
+  snprintf(bad, sizeof bad, "%s", test_tmp_path("strip-bad.ckpt"));
+  struct intrus_error err;
+  struct intrus_params *a = make_params(3, 0), *b = make_params(4, 0);
+  EXPECT(write_model(full, a, 42, &err) == INTRUS_OK, "%s", err.msg);
+  size_t dropped = 0;
+  EXPECT(intrus_ckpt_strip_moments(full, lean, &dropped, &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(dropped == 2 * intrus_params_count(a), "dropped %zu records, want %zu", dropped,
+         2 * intrus_params_count(a));
+  EXPECT(test_count_temp_files() == 0, "temporary file left after a strip");
+  struct intrus_ckpt *cf = NULL, *cl = NULL;
+  EXPECT(intrus_ckpt_read(full, true, FP, &cf, &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(intrus_ckpt_read(lean, true, FP, &cl, &err) == INTRUS_OK, "%s", err.msg);
+  if (!cf || !cl) goto out;
+  EXPECT(intrus_ckpt_count(cl) + dropped == intrus_ckpt_count(cf), "record counts %zu + %zu != %zu",
+         intrus_ckpt_count(cl), dropped, intrus_ckpt_count(cf));
+  EXPECT(intrus_ckpt_name(cl, intrus_ckpt_count(cl)) == NULL, "a name past the end");
+  /* The kept records, in the source's order, each equal to the source's. */
+  size_t j = 0;
+  for (size_t i = 0; i < intrus_ckpt_count(cf); i++) {
+    const char *name = intrus_ckpt_name(cf, i);
+    if (!strncmp(name, "adam_", 5)) continue;
+    const char *kept = intrus_ckpt_name(cl, j++);
+    EXPECT(kept && !strcmp(kept, name), "record %zu is '%s', want '%s'", j - 1,
+           kept ? kept : "(none)", name);
+    int nd1 = 0, nd2 = 0, s1[4] = {0}, s2[4] = {0};
+    const float *t1 = intrus_ckpt_tensor(cf, name, &nd1, s1);
+    const float *t2 = intrus_ckpt_tensor(cl, name, &nd2, s2);
+    if (t1) {
+      size_t n = 1;
+      for (int d = 0; d < nd1; d++) n *= (size_t)s1[d];
+      EXPECT(t2 && nd1 == nd2 && !memcmp(s1, s2, sizeof s1) && !memcmp(t1, t2, n * sizeof *t1),
+             "tensor '%s' differs after the strip", name);
+    } else {
+      uint64_t v1 = 0, v2 = 1;
+      EXPECT(intrus_ckpt_u64(cf, name, &v1) && intrus_ckpt_u64(cl, name, &v2) && v1 == v2,
+             "integer '%s' differs after the strip", name);
+    }
+  }
+  EXPECT(intrus_ckpt_tensor(cl, "adam_m/big", NULL, NULL) == NULL &&
+             intrus_ckpt_tensor(cl, "adam_v/enc.w", NULL, NULL) == NULL,
+         "moments left in the stripped copy");
+  EXPECT(intrus_ckpt_checksum(cl) != intrus_ckpt_checksum(cf), "same content fingerprint");
+  /* Decoding's load (values only) gives the source's parameters; a resume's is refused. */
+  EXPECT(intrus_ckpt_get_params(cl, b, false, &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(same_params(a, b, false), "values differ after loading the stripped copy");
+  EXPECT(intrus_ckpt_get_params(cl, b, true, &err) == INTRUS_ERR_FORMAT, "resume accepted");
+  EXPECT_CONTAINS(err.msg, "no record 'adam_m/");
+  intrus_ckpt_free(cl);
+  cl = NULL;
+  /* In place: the file is replaced by its stripped copy, byte-identical to the other. */
+  EXPECT(intrus_ckpt_strip_moments(full, full, NULL, &err) == INTRUS_OK, "%s", err.msg);
+  FILE *f1 = fopen(full, "rb"), *f2 = fopen(lean, "rb");
+  int c1 = 0, c2 = 0;
+  bool same = f1 && f2;
+  while (same && (c1 = fgetc(f1)) != EOF) same = c1 == (c2 = fgetc(f2));
+  same = same && fgetc(f2) == EOF;
+  if (f1) fclose(f1);
+  if (f2) fclose(f2);
+  EXPECT(same, "stripping in place differs from stripping to another file");
+  /* A damaged source: refused, naming it, and nothing written. */
+  FILE *f = fopen(bad, "wb");
+  if (f) {
+    fputs("INTRUSCK but not a checkpoint", f);
+    fclose(f);
+  }
+  char out[1100];
+  snprintf(out, sizeof out, "%s.out", bad);
+  EXPECT(intrus_ckpt_strip_moments(bad, out, NULL, &err) == INTRUS_ERR_FORMAT, "damaged source");
+  EXPECT_CONTAINS(err.msg, bad);
+  struct stat sb;
+  EXPECT(stat(out, &sb) != 0 && errno == ENOENT, "a strip of a damaged file wrote %s", out);
+out:
+  intrus_ckpt_free(cf);
+  intrus_ckpt_free(cl);
+  intrus_params_destroy(a);
+  intrus_params_destroy(b);
+}
+
 int main(void) {
   if (!test_make_tmpdir("/tmp/intrus-ckpt-XXXXXX")) return 1;
   test_layout();
@@ -657,6 +742,7 @@ int main(void) {
   test_param_mismatch();
   test_failed_writes();
   test_abort();
+  test_strip_moments();
   EXPECT(test_count_temp_files() == 0, "temporary files left");
   test_remove_tmpdir();
   return test_finish("test_checkpoint");

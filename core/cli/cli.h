@@ -119,6 +119,7 @@ int intrus_cmd_table(int argc, char **argv);
 int intrus_cmd_analyze(int argc, char **argv);
 int intrus_cmd_config(int argc, char **argv);
 int intrus_cmd_distill(int argc, char **argv); /* cmd_distill.c */
+int intrus_cmd_checkpoint(int argc, char **argv); /* cmd_checkpoint.c */
 
 /* intrus analyze states (cmd_analyze_states.c): argv[0] is "states". */
 int intrus_analyze_states(int argc, char **argv);

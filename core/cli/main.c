@@ -23,6 +23,7 @@ static const char usage[] =
     "  plot      draw the learning curves of runs into one PNG\n"
     "  table     run a results table: every cell an experiment, with significance\n"
     "  analyze   order analysis of decoding traces (when each kind of word is written)\n"
+    "  checkpoint what a checkpoint holds; a copy of it without the optimizer state\n"
     "  config    the effective settings of an experiment, each with its meaning, type,\n"
     "            default and range (docs/settings.md lists them all)\n"
     "\n"
@@ -49,7 +50,7 @@ static const struct command commands[] = {
     {"eval", intrus_cmd_eval},       {"run", intrus_cmd_run},       {"plot", intrus_cmd_plot},
     {"table", intrus_cmd_table},     {"analyze", intrus_cmd_analyze},
     {"config", intrus_cmd_config},
-    {"distill", intrus_cmd_distill},
+    {"distill", intrus_cmd_distill}, {"checkpoint", intrus_cmd_checkpoint},
 };
 
 static int run_command(int argc, char **argv);

@@ -134,3 +134,48 @@ enum intrus_status intrus_ckpt_check_finite(const struct intrus_ckpt *c,
   }
   return INTRUS_OK;
 }
+
+/* ---- stripping the optimizer state ------------------------------------------------ */
+
+size_t intrus_ckpt_count(const struct intrus_ckpt *c) { return c->count; }
+
+const char *intrus_ckpt_name(const struct intrus_ckpt *c, size_t i) {
+  return i < c->count ? c->names[i] : NULL;
+}
+
+static bool is_moment(const char *name) {
+  return !strncmp(name, kind_prefix[1], strlen(kind_prefix[1])) ||
+         !strncmp(name, kind_prefix[2], strlen(kind_prefix[2]));
+}
+
+enum intrus_status intrus_ckpt_strip_moments(const char *in_path, const char *out_path,
+                                             size_t *dropped, struct intrus_error *err) {
+  INTRUS_CHECK(in_path && out_path, "intrus_ckpt_strip_moments: NULL path");
+  struct intrus_ckpt *c;
+  enum intrus_status st = intrus_ckpt_read(in_path, false, 0, &c, err);
+  if (st) return st;
+  struct intrus_ckpt_writer *w;
+  if ((st = intrus_ckpt_begin(out_path, c->fingerprint, &w, err))) {
+    intrus_ckpt_free(c);
+    return st;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < c->count && !st; i++) {
+    const struct ckpt_record *r = &c->recs[i];
+    if (is_moment(c->names[i])) {
+      n++;
+      continue;
+    }
+    st = r->type == CKPT_TYPE_TENSOR
+             ? intrus_ckpt_put_tensor(w, c->names[i], r->ndim, r->shape, r->data, err)
+             : intrus_ckpt_put_u64(w, c->names[i], r->value, err);
+  }
+  intrus_ckpt_free(c);
+  if (st) {
+    intrus_ckpt_abort(w);
+    return st;
+  }
+  if ((st = intrus_ckpt_commit(w, err))) return st;
+  if (dropped) *dropped = n;
+  return INTRUS_OK;
+}

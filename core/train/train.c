@@ -303,13 +303,13 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
   /* Checkpoints: rank 0 writes them; the others learn whether it could. */
   st = INTRUS_OK;
   if (lead && new_best)
-    st = train_save_checkpoint(t->best_path, t->fp, t->model, step, t->res->last_loss, t->best,
-                         t->data.vocab_fingerprint, &t->ps, train_s,
-                         t->has_init_source ? &t->init_source : NULL, err);
+    st = train_save_checkpoint(t->best_path, t->fp, false, t->model, step,
+                               t->res->last_loss, t->best, t->data.vocab_fingerprint, &t->ps,
+                               train_s, t->has_init_source ? &t->init_source : NULL, err);
   if (lead && !st && (step % tc->checkpoint_every == 0 || step == t->stop))
-    st = train_save_checkpoint(t->ckpt_path, t->fp, t->model, step, t->res->last_loss, t->best,
-                         t->data.vocab_fingerprint, &t->ps, train_s,
-                         t->has_init_source ? &t->init_source : NULL, err);
+    st = train_save_checkpoint(t->ckpt_path, t->fp, true, t->model, step,
+                               t->res->last_loss, t->best, t->data.vocab_fingerprint, &t->ps,
+                               train_s, t->has_init_source ? &t->init_source : NULL, err);
   return dist_agree(st, err);
 }
 

@@ -27,8 +27,10 @@ static enum intrus_status put_phase_state(struct intrus_ckpt_writer *w,
   return INTRUS_OK;
 }
 
-/* init_source: the warm start's source content (model.init), NULL without one. */
-enum intrus_status train_save_checkpoint(const char *path, uint64_t fp,
+/* init_source: the warm start's source content (model.init), NULL without one.
+ * with_moments: Adam's moments too (what a resume needs; best.ckpt, which only decodes
+ * and warm-starts, leaves them out: a third of the bytes). */
+enum intrus_status train_save_checkpoint(const char *path, uint64_t fp, bool with_moments,
                                          struct intrus_model *m, long step, double last_loss,
                                          double best, uint64_t vocab_fp,
                                          const struct phase_state *ps, double train_s,
@@ -39,7 +41,7 @@ enum intrus_status train_save_checkpoint(const char *path, uint64_t fp,
   struct intrus_ckpt_writer *w;
   enum intrus_status st = intrus_ckpt_begin(path, fp, &w, err);
   if (st) return st;
-  if ((st = intrus_ckpt_put_params(w, intrus_model_params(m), true, err)) ||
+  if ((st = intrus_ckpt_put_params(w, intrus_model_params(m), with_moments, err)) ||
       (st = intrus_ckpt_put_u64(w, "step", (uint64_t)step, err)) ||
       (st = intrus_ckpt_put_u64(w, "last_loss", loss_bits, err)) ||
       (st = intrus_ckpt_put_u64(w, "vocab", vocab_fp, err)) ||

@@ -93,9 +93,9 @@ void trainer_free(struct trainer *t);
 
 /* ---- train_checkpoint.c ----------------------------------------------------------- */
 
-/* Writes a checkpoint of the run at step (parameters, Adam's moments, run state);
- * init_source: the warm start's source content (model.init), NULL without one. */
-enum intrus_status train_save_checkpoint(const char *path, uint64_t fp,
+/* Writes a checkpoint of the run at step (parameters, with_moments: Adam's moments, run
+ * state); init_source: the warm start's source content (model.init), NULL without one. */
+enum intrus_status train_save_checkpoint(const char *path, uint64_t fp, bool with_moments,
                                          struct intrus_model *m, long step, double last_loss,
                                          double best, uint64_t vocab_fp,
                                          const struct phase_state *ps, double train_s,

@@ -60,6 +60,18 @@ const float *intrus_ckpt_tensor(const struct intrus_ckpt *c, const char *name, i
                                 int shape[4]);
 bool intrus_ckpt_u64(const struct intrus_ckpt *c, const char *name, uint64_t *value);
 
+/* The records in file order: their count, and record i's name (NULL past the end). */
+size_t intrus_ckpt_count(const struct intrus_ckpt *c);
+const char *intrus_ckpt_name(const struct intrus_ckpt *c, size_t i);
+
+/* Copies the checkpoint at in_path to out_path without its optimizer state (the
+ * "adam_m/" and "adam_v/" records): the parameters, integers and the fingerprint as they
+ * were, so it decodes and warm-starts exactly as the original but cannot resume a run.
+ * out_path may be in_path (the file is read whole first, then replaced atomically).
+ * *dropped: the records left out (may be NULL). */
+enum intrus_status intrus_ckpt_strip_moments(const char *in_path, const char *out_path,
+                                             size_t *dropped, struct intrus_error *err);
+
 /* Every parameter as "param/<name>", and with moments also "adam_m/<name>" and
  * "adam_v/<name>". */
 enum intrus_status intrus_ckpt_put_params(struct intrus_ckpt_writer *w,
