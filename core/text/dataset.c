@@ -349,10 +349,12 @@ enum intrus_status dataset_prepare(struct dataset *d, const char *run_dir, long 
   if (progress)
     fprintf(progress,
             "data: %d training pairs (%zu dropped as longer than %d subwords, %zu with an "
-            "empty side), %d valid; vocabulary %d / %d\n",
+            "empty side), %d valid; vocabulary %d / %d; %zu steps a pass\n",
             d->train->n, d->train->dropped_long, d->max_tokens_len, d->train->dropped_empty,
-            d->valid->n,
-            d->src_vocab_size, d->tgt_vocab_size);
+            d->valid->n, d->src_vocab_size, d->tgt_vocab_size,
+            /* how many steps make one pass over the training pairs: what a budget scaled
+             * to another corpus's size is counted in (experiments/small/README.md) */
+            intrus_batcher_epoch_size(d->batcher, 0));
 done:
   if (wtgt != wsrc) intrus_wordcount_free(wtgt);
   intrus_wordcount_free(wsrc);
