@@ -64,7 +64,7 @@ train_one paper/im2latex/intrus.cfg
 train_one paper/captions/l2r.cfg
 [ "$n" -ge 19 ] || bad "only $n experiment files under experiments/small"
 
-for t in small/table1.cfg small/table2-en-ru.cfg paper/table1.cfg paper/table2-en-ru.cfg; do
+for t in small/table1.cfg small/table2-en-ru.cfg small/levers-en-ru.cfg paper/table1.cfg paper/table2-en-ru.cfg; do
   if "$intrus" table --dry-run -r "$tmp/runs-none" "$tmp/experiments/$t" > "$tmp/out.txt" 2>&1 &&
     grep -q "runs to train" "$tmp/out.txt"; then
     ok "intrus table --dry-run $t"
