@@ -49,7 +49,12 @@ for d in $dirs; do
       echo "$0: $cell and another folder are both runs of $name" >&2
       exit 1
     fi
-    mkdir "$runs/$name" && cp "$cell"/* "$runs/$name/" || exit 1
+    mkdir "$runs/$name" || exit 1
+    # The cell's files; a folder inside it (a teacher's distilled corpus) is not the cell's.
+    for f in "$cell"*; do
+      [ -f "$f" ] || continue
+      cp "$f" "$runs/$name/" || exit 1
+    done
     n=$((n + 1))
   done
 done
