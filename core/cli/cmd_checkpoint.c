@@ -2,7 +2,6 @@
  * optimizer state, the size to keep or share a trained model (a third of the bytes)
  * that decodes, distils and warm-starts exactly as the original. */
 #include <inttypes.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,8 +40,6 @@ static int fail(struct intrus_error *err) {
   return INTRUS_EXIT_DATA;
 }
 
-static bool has_prefix(const char *s, const char *p) { return !strncmp(s, p, strlen(p)); }
-
 static int info(const char *path) {
   struct intrus_error err = {0};
   struct intrus_ckpt *c;
@@ -52,7 +49,7 @@ static int info(const char *path) {
     const char *name = intrus_ckpt_name(c, i);
     int ndim, shape[4];
     if (!intrus_ckpt_tensor(c, name, &ndim, shape)) continue;
-    if (has_prefix(name, "adam_m/") || has_prefix(name, "adam_v/")) {
+    if (intrus_ckpt_is_moment(name)) {
       moments++;
       continue;
     }

@@ -143,7 +143,7 @@ const char *intrus_ckpt_name(const struct intrus_ckpt *c, size_t i) {
   return i < c->count ? c->names[i] : NULL;
 }
 
-static bool is_moment(const char *name) {
+bool intrus_ckpt_is_moment(const char *name) {
   return !strncmp(name, kind_prefix[1], strlen(kind_prefix[1])) ||
          !strncmp(name, kind_prefix[2], strlen(kind_prefix[2]));
 }
@@ -162,7 +162,7 @@ enum intrus_status intrus_ckpt_strip_moments(const char *in_path, const char *ou
   size_t n = 0;
   for (size_t i = 0; i < c->count && !st; i++) {
     const struct ckpt_record *r = &c->recs[i];
-    if (is_moment(c->names[i])) {
+    if (intrus_ckpt_is_moment(c->names[i])) {
       n++;
       continue;
     }

@@ -64,6 +64,9 @@ bool intrus_ckpt_u64(const struct intrus_ckpt *c, const char *name, uint64_t *va
 size_t intrus_ckpt_count(const struct intrus_ckpt *c);
 const char *intrus_ckpt_name(const struct intrus_ckpt *c, size_t i);
 
+/* Whether a record name is an Adam moment's ("adam_m/..." or "adam_v/..."). */
+bool intrus_ckpt_is_moment(const char *name);
+
 /* Copies the checkpoint at in_path to out_path without its optimizer state (the
  * "adam_m/" and "adam_v/" records): the parameters, integers and the fingerprint as they
  * were, so it decodes and warm-starts exactly as the original but cannot resume a run.
