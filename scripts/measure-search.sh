@@ -7,11 +7,11 @@
 #
 #   scripts/measure-search.sh [-o RUN_DIR] [-c CKPT] [-k KEEP_DIR] EXP.cfg SRC REF SETTING...
 #
-# SETTING: the beam and settings added to the experiment's `search` group, comma-
-# separated, e.g. "beam=4", "beam=4,slots=8", "beam=1,prune=false",
-# "beam=4,finish_penalty=1.5", "beam=4,batch_tokens=500" (beam goes to `intrus decode
-# -b`, the rest into the `search` group of a copy of EXP.cfg written beside it and removed
-# after, replacing the experiment's own value of a setting it has). CKPT: the checkpoint
+# SETTING: the beam and settings of the experiment's `search` group, comma-separated,
+# e.g. "beam=4", "beam=4,slots=8", "beam=1,prune=false", "beam=4,finish_penalty=1.5",
+# "beam=4,batch_tokens=500" (beam goes to `intrus decode -b`, each other one to `intrus
+# decode --set search.NAME=VALUE`, which replaces the experiment's own value, wherever
+# its search group is written, @include'd files included). CKPT: the checkpoint
 # to decode with (default: intrus decode's, RUN_DIR/checkpoint.ckpt; the small preset's
 # cells are tested with RUN_DIR/best.ckpt). KEEP_DIR: where the outputs stay (default: a
 # temporary folder). Run from the top of the tree (./intrus).
@@ -37,11 +37,8 @@ shift 3
 intrus=./intrus
 [ -x "$intrus" ] || { echo "$0: no ./intrus here: run from the top of a built tree" >&2; exit 2; }
 [ -f "$cfg" ] || { echo "$0: $cfg: no such experiment file" >&2; exit 2; }
-grep -qE '^search *[:=] *\{' "$cfg" ||
-  { echo "$0: $cfg: no line starting 'search: {' to add settings to" >&2; exit 2; }
 tmp=$(mktemp -d) || exit 1
-copy="$(dirname "$cfg")/.measure-$$.cfg"
-trap 'rm -rf "$tmp" "$copy"' 0
+trap 'rm -rf "$tmp"' 0
 out=${keep:-$tmp}
 mkdir -p "$out" || exit 1
 n=$(if [ "${src%.gz}" != "$src" ]; then gzip -dc "$src"; else cat "$src"; fi | wc -l)
@@ -52,26 +49,17 @@ first= first_s=
 i=0
 for setting in "$@"; do
   i=$((i + 1))
-  beam= extra=
-  : > "$tmp/edit.sed"
+  beam= sets=
   for kv in $(echo "$setting" | tr ',' ' '); do
-    k=${kv%%=*} v=${kv#*=}
-    case $k in
-      beam) beam=$v ;;
-      *)
-        # The experiment's own value of the setting, if any, is dropped from its search
-        # group (libconfig refuses a name given twice); the new one is added after
-        # `search: {`, by the last command of the script, which the drops do not see.
-        printf '%s\n' "/^search *[:=] *{/,/};/s/\([ {;]\)$k *= *[^;]*;/\1/" >> "$tmp/edit.sed"
-        extra="$extra $k = $v;" ;;
+    case ${kv%%=*} in
+      beam) beam=${kv#*=} ;;
+      *) sets="$sets --set search.$kv" ;;
     esac
   done
-  printf '%s\n' "s/^\(search *[:=] *{\)/\1$extra/" >> "$tmp/edit.sed"
-  sed -f "$tmp/edit.sed" "$cfg" > "$copy" || exit 1
   hyp="$out/$i.hyp"
   t0=$(date +%s.%N)
   # shellcheck disable=SC2086
-  if ! "$intrus" decode "$copy" ${run_dir:+-o "$run_dir"} ${ckpt:+-c "$ckpt"} ${beam:+-b "$beam"} -i "$src" \
+  if ! "$intrus" decode "$cfg" $sets ${run_dir:+-o "$run_dir"} ${ckpt:+-c "$ckpt"} ${beam:+-b "$beam"} -i "$src" \
       -O "$hyp" > "$out/$i.log" 2>&1; then
     echo "$0: decode with '$setting' failed:" >&2
     tail -5 "$out/$i.log" >&2

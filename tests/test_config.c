@@ -432,6 +432,75 @@ out:
   intrus_config_free(c);
 }
 
+/* --set: a setting replaced, one added, a group added on the way; refusals name the
+ * assignment and leave the tree as it was. */
+static void test_set(void) {
+  struct intrus_error err = {0};
+  struct intrus_config *c = intrus_config_load_string(
+      "search = { beam = 4; alpha = 1.0; mode = \"pair\"; };\nmodel = { d = 8; l = (1, 2); };\n",
+      "set.cfg", &err);
+  EXPECT(c != NULL, "%s", err.msg);
+  if (!c) return;
+  const intrus_cfg *root = intrus_config_root(c), *g = NULL;
+  EXPECT(intrus_config_set(c, "search.beam=8", &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(intrus_config_set(c, "search.finish_penalty=2.5", &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(intrus_config_set(c, "search.prune=false", &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(intrus_config_set(c, "search.mode=single", &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(intrus_config_set(c, "search.name=\"a b\"", &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(intrus_config_set(c, "extra.deep.x=3", &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(intrus_config_set(c, "search.alpha=2", &err) == INTRUS_OK, "%s", err.msg);
+  long long i = 0;
+  double d = 0;
+  bool b = true;
+  const char *str = NULL;
+  EXPECT(intrus_cfg_group_req(root, "search", &g, &err) == INTRUS_OK, "%s", err.msg);
+  if (g) {
+    EXPECT(intrus_cfg_int(g, "beam", 0, &i, &err) == INTRUS_OK && i == 8, "beam %lld", i);
+    EXPECT(intrus_cfg_double(g, "finish_penalty", 0, &d, &err) == INTRUS_OK && d == 2.5,
+           "finish_penalty %g", d);
+    EXPECT(intrus_cfg_double(g, "alpha", 0, &d, &err) == INTRUS_OK && d == 2.0, "alpha %g", d);
+    EXPECT(intrus_cfg_bool(g, "prune", true, &b, &err) == INTRUS_OK && !b, "prune");
+    EXPECT(intrus_cfg_string(g, "mode", "", &str, &err) == INTRUS_OK && strcmp(str, "single") == 0,
+           "mode %s", str ? str : "(null)");
+    EXPECT(intrus_cfg_string(g, "name", "", &str, &err) == INTRUS_OK && strcmp(str, "a b") == 0,
+           "name %s", str ? str : "(null)");
+  }
+  const intrus_cfg *e = NULL, *deep = NULL;
+  EXPECT(intrus_cfg_group_req(root, "extra", &e, &err) == INTRUS_OK, "%s", err.msg);
+  if (e) EXPECT(intrus_cfg_group_req(e, "deep", &deep, &err) == INTRUS_OK, "%s", err.msg);
+  if (deep) EXPECT(intrus_cfg_int(deep, "x", 0, &i, &err) == INTRUS_OK && i == 3, "x %lld", i);
+
+#define EXPECT_SET_ERR(arg, wanted)                                                      \
+  do {                                                                               \
+    err.msg[0] = '\0';                                                               \
+    EXPECT(intrus_config_set(c, arg, &err) == INTRUS_ERR_USAGE, "%s accepted", arg);  \
+    EXPECT_STREQ(err.msg, wanted);                                                   \
+  } while (0)
+  EXPECT_SET_ERR("search.beam", "--set 'search.beam': expected PATH=VALUE (e.g. search.slots=8)");
+  EXPECT_SET_ERR("=3", "--set '=3': '' is not a setting name (letters, digits, '_', '-'; "
+                       "dotted for a group's member)");
+  EXPECT_SET_ERR("search..beam=3", "--set 'search..beam=3': 'search..beam' is not a setting "
+                                   "name (letters, digits, '_', '-'; dotted for a group's member)");
+  EXPECT_SET_ERR("search.=3", "--set 'search.=3': the path ends in '.'");
+  EXPECT_SET_ERR("search.beam=(1,2)", "--set 'search.beam=(1,2)': a number, boolean or string "
+                                      "only, not a group, array or list");
+  EXPECT_SET_ERR("search.beam=a b", "--set 'search.beam=a b': 'a b' is not a number, boolean "
+                                    "or string");
+  EXPECT_SET_ERR("search.beam.x=1", "--set 'search.beam.x=1': 'search.beam' in set.cfg is not a "
+                                    "group");
+  EXPECT_SET_ERR("model=1", "--set 'model=1': set.cfg has 'model' as a group, which --set does "
+                            "not replace");
+  EXPECT_SET_ERR("model.l=1", "--set 'model.l=1': set.cfg has 'l' as a list, which --set does "
+                              "not replace");
+#undef EXPECT_SET_ERR
+  /* The refusals changed nothing. */
+  const intrus_cfg *m = NULL;
+  EXPECT(intrus_cfg_group_req(root, "model", &m, &err) == INTRUS_OK, "%s", err.msg);
+  if (m) EXPECT(intrus_cfg_int(m, "d", 0, &i, &err) == INTRUS_OK && i == 8, "d %lld", i);
+  if (g) EXPECT(intrus_cfg_int(g, "beam", 0, &i, &err) == INTRUS_OK && i == 8, "beam %lld", i);
+  intrus_config_free(c);
+}
+
 int main(void) {
   test_syntax_and_io();
   test_read_nested();
@@ -439,5 +508,6 @@ int main(void) {
   test_unknown();
   test_defaults_written();
   test_fingerprint();
+  test_set();
   return test_finish("test_config");
 }

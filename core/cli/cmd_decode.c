@@ -31,6 +31,9 @@ static const char decode_usage[] =
     "  -O, --output FILE      detokenised translations (default: stdout)\n"
     "  -c, --checkpoint FILE  (default: RUN_DIR/checkpoint.ckpt)\n"
     "  -b, --beam N           override the beam size\n"
+    "  -s, --set PATH=VALUE   change a setting of the experiment for this decode, e.g.\n"
+    "                         --set search.slots=8 --set search.finish_penalty=2.0\n"
+    "                         (repeatable; VALUE a number, true/false or a string)\n"
     "  -t, --trace DIR        write how each output was written to DIR (a left-to-right\n"
     "                         model appends a token a step, right-to-left prepends):\n"
     "                         trace.txt (every sentence's states, one line per step),\n"
@@ -66,7 +69,9 @@ int intrus_cmd_decode(int argc, char **argv) {
       {"beam", required_argument, NULL, 'b'},        {"plugin-path", required_argument, NULL, 'p'},
       {"quiet", no_argument, NULL, 'q'},             {"help", no_argument, NULL, 'h'},
       {"trace", required_argument, NULL, 't'},       {"trace-pictures", required_argument, NULL, 'P'},
-      {NULL, 0, NULL, 0}};
+      {"set", required_argument, NULL, 's'},         {NULL, 0, NULL, 0}};
+  const char *sets[64];
+  int nsets = 0;
   const char *trace_dir = NULL;
   long pictures = 10;
   const char *run_dir_arg = NULL, *input = "/dev/stdin", *output = NULL, *ckpt_arg = NULL,
@@ -75,7 +80,7 @@ int intrus_cmd_decode(int argc, char **argv) {
   bool quiet = false;
   int c;
   optind = 1;
-  while ((c = getopt_long(argc, argv, "o:i:O:c:b:p:t:qh", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "o:i:O:c:b:p:t:s:qh", longopts, NULL)) != -1) {
     switch (c) {
     case 'o': run_dir_arg = optarg; break;
     case 'i': input = optarg; break;
@@ -91,6 +96,13 @@ int intrus_cmd_decode(int argc, char **argv) {
       break;
     }
     case 'p': plugin_path = optarg; break;
+    case 's':
+      if (nsets == (int)(sizeof sets / sizeof *sets)) {
+        fprintf(stderr, "intrus decode: at most %d --set\n", (int)(sizeof sets / sizeof *sets));
+        return INTRUS_EXIT_USAGE;
+      }
+      sets[nsets++] = optarg;
+      break;
     case 't': trace_dir = optarg; break;
     case 'P': {
       char *end;
@@ -113,6 +125,11 @@ int intrus_cmd_decode(int argc, char **argv) {
   struct intrus_error err = {0};
   struct intrus_config *cfg = intrus_config_load_file(argv[optind], &err);
   if (!cfg) return intrus_cli_fail("decode", &err);
+  for (int i = 0; i < nsets; i++)
+    if (intrus_config_set(cfg, sets[i], &err) != INTRUS_OK) {
+      intrus_config_free(cfg);
+      return intrus_cli_fail("decode", &err);
+    }
   char ckpt[4200];
   struct cli_experiment x = {0};
   struct translator t = {0};

@@ -28,6 +28,14 @@ struct intrus_config *intrus_config_load_string(const char *text, const char *na
                                                 struct intrus_error *err);
 void intrus_config_free(struct intrus_config *c);
 
+/* Applies one command-line assignment "PATH=VALUE" (`intrus decode --set`) to a loaded
+ * config before anything reads it: PATH dotted from the root ("search.slots"), groups on
+ * it added when missing; VALUE in libconfig's syntax (8, 1.5, true, "text"; a bare word
+ * is a string); a scalar already there is replaced, a group or list is not.
+ * INTRUS_ERR_USAGE naming the assignment otherwise. */
+enum intrus_status intrus_config_set(struct intrus_config *c, const char *assignment,
+                                     struct intrus_error *err);
+
 const intrus_cfg *intrus_config_root(const struct intrus_config *c);
 const char *intrus_config_filename(const struct intrus_config *c);
 
