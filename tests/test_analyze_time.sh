@@ -1,6 +1,7 @@
 #!/bin/sh
 # intrus analyze time on two tiny trained models (left-to-right and INTRUS, a few steps on
-# a slice of the bundled en-de data): every sentence decoded once per model, the buckets'
+# a slice of the bundled en-de data): every sentence decoded once per model (--checkpoint
+# naming another file), the buckets'
 # counts adding up to the sentences asked for, a PNG, a TSV that the TSV form draws again,
 # and bad arguments refused; and search.slots below train.valid_beam, the experiment's
 # beam or -b refused.
@@ -45,6 +46,20 @@ expect "-n 0 is refused" test $? -eq 2
 rc=$?
 expect "a run directory without a checkpoint is an error naming it" \
   sh -c "test $rc -ne 0 && grep -q nosuch bad.txt"
+# --checkpoint: a copy of the run's checkpoint outside it decodes as the run's own (the
+# same outputs, so the same buckets); a missing one is an error naming it.
+cp run-l2r/checkpoint.ckpt elsewhere.ckpt
+"$intrus" analyze time l2r.cfg --run-dir run-l2r -c elsewhere.ckpt -i data/test.en -n 12 -w 3 \
+  -o c.png > c.txt 2>&1
+expect "-c decodes with the checkpoint named (exit $?)" grep -q "decoding 12 sentences .*elsewhere.ckpt" c.txt
+expect "(its buckets are the run's own)" test "$(grep '^| at-l2r |' c.txt | cut -d'|' -f3,4)" = \
+  "$(grep '^| left-to-right |' out.txt | cut -d'|' -f3,4)"
+"$intrus" analyze time l2r.cfg --run-dir run-l2r -c nosuch.ckpt -i data/test.en -o x.png > bad.txt 2>&1
+rc=$?
+expect "a missing --checkpoint is an error naming it" \
+  sh -c "test $rc -ne 0 && grep -q nosuch.ckpt bad.txt"
+"$intrus" analyze time l2r.cfg -c a.ckpt -c b.ckpt -i data/test.en -o x.png > bad.txt 2>&1
+expect "more --checkpoint than experiments is a usage error" test $? -eq 2
 # search.slots below the validation beam is refused before training, naming the settings
 # (the two decoders' experiments serve here for want of a shell test of search settings).
 sed 's/valid_bleu = 0;/valid_bleu = 0; valid_beam = 4;/; s/"at-ins"/"at-slots"/' ins.cfg \

@@ -43,7 +43,9 @@ static const char time_usage[] =
     "  -b, --beam N           every model's beam (default: each experiment's search.beam)\n"
     "  -L, --label NAME       the next experiment's name in the chart (default: its name)\n"
     "      --run-dir DIR      the next experiment's run directory (default:\n"
-    "                         runs/<experiment name>); its checkpoint.ckpt decodes\n"
+    "                         runs/<experiment name>)\n"
+    "  -c, --checkpoint FILE  the next experiment's checkpoint (default: its run\n"
+    "                         directory's checkpoint.ckpt; e.g. RUN_DIR/best.ckpt)\n"
     "      --tsv FILE         also write the buckets as the TSV the second form reads\n"
     "      --title TEXT       the chart's title\n"
     "  -p, --plugin-path DIRS colon-separated plugin directories searched first\n"
@@ -146,7 +148,7 @@ static int tokens_of(const char *seg) {
 /* Decodes lines[0..n) one at a time with experiment `path` (after one untimed line: the
  * first decode maps the arena and the caches). */
 static enum intrus_status time_model(const char *path, const char *run_dir_arg,
-                                     const char *plugin_path, const char *input, int beam,
+                                     const char *ckpt_arg, const char *plugin_path, const char *input, int beam,
                                      char **lines, size_t n, int width, FILE *progress,
                                      char *name, size_t name_size, struct buckets *bk,
                                      struct intrus_error *err) {
@@ -157,7 +159,10 @@ static enum intrus_status time_model(const char *path, const char *run_dir_arg,
   char ckpt[4200];
   enum intrus_status st = intrus_cli_experiment(cfg, run_dir_arg, plugin_path, &x, err);
   if (!st) {
-    snprintf(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", x.run_dir);
+    if (ckpt_arg)
+      snprintf(ckpt, sizeof ckpt, "%s", ckpt_arg);
+    else
+      snprintf(ckpt, sizeof ckpt, "%s/checkpoint.ckpt", x.run_dir);
     st = translator_open(cfg, x.run_dir, ckpt, x.search, &t, err);
   }
   if (!st && t.data.kind != DATA_PARALLEL)
@@ -264,18 +269,19 @@ int intrus_analyze_time(int argc, char **argv) {
       {"sentences", required_argument, NULL, 'n'},  {"width", required_argument, NULL, 'w'},
       {"beam", required_argument, NULL, 'b'},       {"label", required_argument, NULL, 'L'},
       {"run-dir", required_argument, NULL, OPT_RUN_DIR},
+      {"checkpoint", required_argument, NULL, 'c'},
       {"tsv", required_argument, NULL, OPT_TSV},    {"title", required_argument, NULL, OPT_TITLE},
       {"plugin-path", required_argument, NULL, 'p'}, {"quiet", no_argument, NULL, 'q'},
       {"help", no_argument, NULL, 'h'},             {NULL, 0, NULL, 0}};
   const char *out = NULL, *input = NULL, *tsv = NULL, *plugin_path = NULL;
   const char *title = "Decoding time against output length";
-  const char *label[MAX_SERIES] = {0}, *run_dir[MAX_SERIES] = {0};
-  int nlabel = 0, nrun = 0;
+  const char *label[MAX_SERIES] = {0}, *run_dir[MAX_SERIES] = {0}, *ckpt[MAX_SERIES] = {0};
+  int nlabel = 0, nrun = 0, nckpt = 0;
   long count = 200, width = 5, beam = 0;
   bool quiet = false, ok = true;
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, "i:o:n:w:b:L:p:qh", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "i:o:n:w:b:L:c:p:qh", longopts, NULL)) != -1) {
     switch (c) {
     case 'i': input = optarg; break;
     case 'o': out = optarg; break;
@@ -289,6 +295,10 @@ int intrus_analyze_time(int argc, char **argv) {
     case OPT_RUN_DIR:
       if (nrun < MAX_SERIES) run_dir[nrun] = optarg;
       nrun++;
+      break;
+    case 'c':
+      if (nckpt < MAX_SERIES) ckpt[nckpt] = optarg;
+      nckpt++;
       break;
     case OPT_TSV: tsv = optarg; break;
     case OPT_TITLE: title = optarg; break;
@@ -307,9 +317,9 @@ int intrus_analyze_time(int argc, char **argv) {
                     "OUT.png\n%s", time_usage);
     return INTRUS_EXIT_USAGE;
   }
-  if (nm > MAX_SERIES || nlabel > nm || nrun > nm) {
-    fprintf(stderr, "intrus analyze time: at most %d experiments, and no more --label or "
-                    "--run-dir than experiments\n", MAX_SERIES);
+  if (nm > MAX_SERIES || nlabel > nm || nrun > nm || nckpt > nm) {
+    fprintf(stderr, "intrus analyze time: at most %d experiments, and no more --label, "
+                    "--run-dir or --checkpoint than experiments\n", MAX_SERIES);
     return INTRUS_EXIT_USAGE;
   }
   static struct time_series ts[MAX_SERIES];
@@ -337,7 +347,7 @@ int intrus_analyze_time(int argc, char **argv) {
     n = nlines < (size_t)count ? nlines : (size_t)count;
     for (int k = 0; k < nm && !st; k++) {
       snprintf(names[k], sizeof names[k], "%s", label[k] ? label[k] : "");
-      st = time_model(argv[optind + k], run_dir[k], plugin_path, input, (int)beam, lines, n,
+      st = time_model(argv[optind + k], run_dir[k], ckpt[k], plugin_path, input, (int)beam, lines, n,
                       (int)width, quiet ? NULL : stderr, names[k], sizeof names[k], &bk[k],
                       &err);
     }
