@@ -1,38 +1,25 @@
 #!/bin/sh
 # intrus decode --set PATH=VALUE on a tiny left-to-right model whose `search` group comes
-# from an @include'd file: --set search.beam=1 decodes as -b 1 does, settings added and
-# replaced reach the search, a misspelt one is refused as unknown, bad assignments exit 2
-# naming them; scripts/measure-search.sh times two searches of that experiment.
+# from an @include'd file (testlib's tiny_experiments): --set search.beam=1 decodes as
+# -b 1 does, settings added and replaced reach the search, a misspelt one is refused as
+# unknown, bad assignments exit 2 naming them; scripts/measure-search.sh times two
+# searches of that experiment.
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' 0
 cd "$tmp" || exit 1
-en_de_slice data 200 30 30
-cat > search.cfg <<EOF2
-search: { beam = 3; batch_tokens = 500; };
-EOF2
-cat > tiny.cfg <<EOF2
-name = "tiny";
-seed = 3;
-data: { kind = "parallel"; dir = "data"; src = "en"; tgt = "de"; bpe_merges = 150; max_len = 40; };
-model: { d_model = 32; order = "l2r";
-  encoder: { plugin = "transformer"; layers = 1; heads = 2; ff = 64; dropout = 0.0; };
-  decoder: { plugin = "autoregressive"; layers = 1; heads = 2; ff = 64; dropout = 0.0; }; };
-@include "search.cfg"
-train: { steps = 60; batch_tokens = 400; lr = 3e-3; warmup = 5; log_every = 10;
-  valid_every = 30; valid_bleu = 30; checkpoint_every = 30; };
-EOF2
-"$intrus" train -q tiny.cfg -o run > train.txt 2>&1
+tiny_experiments ds   # l2r.cfg, its search group in the @include'd common.cfg
+"$intrus" train -q l2r.cfg -o run -n 60 > train.txt 2>&1
 expect "the model trains" test $? -eq 0
 
-dec() { "$intrus" decode -q tiny.cfg -o run -i data/test.en "$@"; }
+dec() { "$intrus" decode -q l2r.cfg -o run -i data/test.en "$@"; }
 dec -O b1.hyp -b 1 && dec -O set1.hyp --set search.beam=1
 expect "--set search.beam=1 and -b 1 both decode" test $? -eq 0
 expect "--set search.beam=1 decodes as -b 1" cmp -s b1.hyp set1.hyp
 dec -O b3.hyp
-expect "(the file's beam 3 decodes otherwise: $(cmp b1.hyp b3.hyp >/dev/null && echo same || echo differs))" \
+expect "(the file's beam 2 decodes otherwise: $(cmp b1.hyp b3.hyp >/dev/null && echo same || echo differs))" \
   test -s b3.hyp
 dec -O long.hyp --set search.beam=1 --set search.finish_penalty=5
 w1=$(wc -w < set1.hyp) w2=$(wc -w < long.hyp)
@@ -56,7 +43,7 @@ expect "(saying so)" grep -q "has 'model' as a group" out.txt
 
 # ---- scripts/measure-search.sh on an experiment with an @include'd search -------------------
 cd "$INTRUS_TEST_BUILDDIR" || exit 1
-"$INTRUS_TEST_SRCDIR/scripts/measure-search.sh" -o "$tmp/run" "$tmp/tiny.cfg" \
+"$INTRUS_TEST_SRCDIR/scripts/measure-search.sh" -o "$tmp/run" "$tmp/l2r.cfg" \
   "$tmp/data/test.en" "$tmp/data/test.de" beam=1 beam=1,finish_penalty=5 > "$tmp/table.md" 2> "$tmp/ms.err"
 expect "measure-search.sh runs on an @include'd search (exit $?)" test -s "$tmp/table.md"
 expect "(a row per setting)" test "$(grep -c '^| beam=1' "$tmp/table.md")" -eq 2

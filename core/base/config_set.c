@@ -22,32 +22,26 @@ static bool name_ok(const char *s, size_t n) {
   return true;
 }
 
+/* Parses "v = <fmt with value>;" into tmp (initialised on success only). */
+static bool read_as(config_t *tmp, const char *fmt, const char *value) {
+  size_t n = strlen(value) + strlen(fmt) + 1;
+  char *text = xmalloc(n);
+  snprintf(text, n, fmt, value);
+  config_init(tmp);
+  bool ok = config_read_string(tmp, text);
+  if (!ok) config_destroy(tmp);
+  free(text);
+  return ok;
+}
+
 /* VALUE in libconfig's syntax (8, 1.5e-3, true, "text"); a bare word that is none of
  * those (pair, sampled) is taken as a string, as a shell user would write it. */
 static bool parse_value(const char *value, config_t *tmp) {
-  size_t n = strlen(value);
-  char *text = xmalloc(n * 2 + 16);
-  snprintf(text, n * 2 + 16, "v = %s;", value);
-  config_init(tmp);
-  if (config_read_string(tmp, text)) {
-    free(text);
-    return true;
-  }
-  config_destroy(tmp);
-  bool word = n > 0;
-  for (size_t i = 0; i < n; i++)
-    if (!(isalnum((unsigned char)value[i]) || strchr("_-./:+", value[i]))) word = false;
-  if (word) {
-    snprintf(text, n * 2 + 16, "v = \"%s\";", value);
-    config_init(tmp);
-    if (config_read_string(tmp, text)) {
-      free(text);
-      return true;
-    }
-    config_destroy(tmp);
-  }
-  free(text);
-  return false;
+  if (read_as(tmp, "v = %s;", value)) return true;
+  bool word = value[0] != '\0';
+  for (const char *c = value; *c; c++)
+    if (!(isalnum((unsigned char)*c) || strchr("_-./:+", *c))) word = false;
+  return word && read_as(tmp, "v = \"%s\";", value);
 }
 
 enum intrus_status intrus_config_set(struct intrus_config *c, const char *assignment,
