@@ -312,8 +312,8 @@ int eval_run(const char *cmd, struct eval_args a) {
     text_sys(stdout, label, &sc_a, &res.a);
     snprintf(label, sizeof label, "B (%s)", hyp2.path);
     text_sys(stdout, label, &sc_b, &res.b);
-    printf("paired bootstrap: B > A in %d of %d resamples; p = %.4f (B not better than A); "
-           "sacreBLEU paired-bs p = %.4f\n",
+    printf("paired bootstrap: B > A in %d of %d resamples; p = %.4f (one-sided: that B is "
+           "not better than A); sacreBLEU paired-bs p = %.4f\n",
            res.b_better, res.samples, res.p_value, res.p_sacrebleu);
     printf("%s\n", sig);
   }
