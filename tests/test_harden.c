@@ -400,6 +400,28 @@ static void test_small_ones(void) {
   for (const char *p = decoded; p && *p; p++) nl += *p == '\n';
   EXPECT(nl == 2, "%d output lines for 2 inputs", nl);
   free(decoded);
+  /* Training decodes its validation file at every validation: a line over max_src_len
+   * is warned about once a run, not at each (16 times in a small-preset run). */
+  char *textcfg = test_read_file(test_tmp_path("text.cfg"));
+  char *warncfg = malloc(strlen(textcfg) + 256);
+  strcpy(warncfg, textcfg);
+  char *tr = strstr(warncfg, "train: {");
+  if (tr) {
+    strcpy(tr, "search: { max_src_len = 1; };\n"
+               "train: { steps = 3; batch_tokens = 100; valid_every = 1; valid_bleu = 1; };\n");
+    test_write_file(test_tmp_path("warn.cfg"), warncfg);
+    rc = test_run_intrus(test_tmpdir, "train warn.cfg -o warnrun", out, sizeof out);
+    EXPECT(rc == 0, "training with max_src_len 1: exit %d: %s", rc, out);
+    int warnings = 0, validations = 0;
+    for (const char *p = out; (p = strstr(p, "(search.max_src_len)")); p++) warnings++;
+    for (const char *p = out; (p = strstr(p, "(decoded in")); p++) validations++;
+    EXPECT(warnings == 1 && validations >= 3,
+           "%d max_src_len warnings over %d validations (want 1): %s", warnings, validations,
+           out);
+  }
+  EXPECT(tr != NULL, "text.cfg has a train group");
+  free(warncfg);
+  free(textcfg);
 
   /* A FIFO as the config is refused at once instead of blocking. */
   snprintf(path, sizeof path, "%s/fifo.cfg", test_tmpdir);

@@ -135,7 +135,8 @@ static enum intrus_status insertion_batch(struct intrus_model *model, intrus_ctx
 }
 
 /* Cuts the segmented line (subwords separated by single spaces) after max tokens. */
-static void cut_line(char *seg, int max, const char *name, size_t line) {
+/* Cuts one segmented line to max subword tokens; warns when it cuts, unless quiet. */
+static bool cut_line(char *seg, int max, const char *name, size_t line, bool quiet) {
   int count = 0;
   char *cut = NULL;
   for (char *p = seg; *p;) {
@@ -144,14 +145,21 @@ static void cut_line(char *seg, int max, const char *name, size_t line) {
     if (++count == max + 1) cut = p;
     while (*p && *p != ' ') p++;
   }
-  if (!cut) return;
+  if (!cut) return false;
   while (cut > seg && cut[-1] == ' ') cut--;
   *cut = '\0';
-  fprintf(stderr,
-          "intrus: warning: %s:%zu: %d subword tokens; decoding the first %d "
-          "(search.max_src_len)\n",
-          name ? name : "input", line, count, max);
+  if (!quiet)
+    fprintf(stderr,
+            "intrus: warning: %s:%zu: %d subword tokens; decoding the first %d "
+            "(search.max_src_len)\n",
+            name ? name : "input", line, count, max);
+  return true;
 }
+
+/* The file whose long lines were last warned about: training decodes its validation
+ * file at every validation, and one warning per line per process is enough. */
+static char warned_name[4200];
+static size_t warned_n;
 
 /* Decoding one batch: result k of the batch goes to res[line[k]] (and its trajectory to
  * traj[line[k]]). */
@@ -303,7 +311,12 @@ enum intrus_status translate_lines(struct intrus_model *model, struct dataset *d
   enum intrus_status st = job_open(&j, model, data, beam, n, progress, traj, err);
   if (st) return job_close(&j, st, out);
   if ((st = dataset_segment(data, 0, lines, n, &seg, err))) goto done;
-  for (size_t i = 0; i < n; i++) cut_line(seg[i], max_src_len, src_name, i + 1);
+  bool quiet = src_name && n == warned_n && strcmp(src_name, warned_name) == 0, cut = false;
+  for (size_t i = 0; i < n; i++) cut |= cut_line(seg[i], max_src_len, src_name, i + 1, quiet);
+  if (cut && src_name && !quiet) {
+    snprintf(warned_name, sizeof warned_name, "%s", src_name);
+    warned_n = n;
+  }
   if ((st = intrus_corpus_encode((const char *const *)seg, NULL, n, data->src_vocab, NULL, NULL,
                                  &c, err)))
     goto done;
