@@ -263,5 +263,8 @@ expect "a table of a teacher and its student runs" test $? -eq 0
 expect "the teacher's row trains first" grep -q "^\[1/2 teacher en-de\]" table.err
 expect "the student distils from it into the table's runs" test -f tab/tt/distill/MANIFEST
 expect "both are scored" grep -q "^| Student | " tab-out/table.md
+expect "the student's cell is named as distilled" grep -q \
+  "^- row student, column en-de: trained on a distilled corpus (data.distill" tab-out/table.md
+expect "(not as a column whose scores do not compare)" sh -c '! grep -q "do not compare" tab-out/table.md'
 
 finish test_distill

@@ -151,6 +151,14 @@ int table_data_notes(const struct table_state *s, FILE *f, const char *prefix) {
                 cs->data_now, cs->state == CELL_PARTIAL ? "; resuming it will be refused" : "");
         n++;
       }
+      if (cs->distilled) {
+        fprintf(f, "%srow %s, column %s: trained on a distilled corpus (data.distill: a "
+                   "teacher's outputs for the training sources), tested on the original "
+                   "references\n",
+                prefix, t->rows[r].name, t->cols[c].name);
+        n++;
+        continue;
+      }
       if (!first) first = cs;
       else if (cs->data_trained != first->data_trained) differ = true;
     }
@@ -160,7 +168,9 @@ int table_data_notes(const struct table_state *s, FILE *f, const char *prefix) {
     const char *sep = "";
     for (int r = 0; r < t->nrows; r++) {
       const struct table_cell_state *cs = &s->cells[r][c];
-      if (cs->state == CELL_EMPTY || cs->state == CELL_NEW || !cs->data_recorded) continue;
+      if (cs->state == CELL_EMPTY || cs->state == CELL_NEW || !cs->data_recorded ||
+          cs->distilled)
+        continue;
       fprintf(f, "%s%s 0x%08" PRIx64, sep, t->rows[r].name, cs->data_trained >> 32);
       sep = ", ";
     }

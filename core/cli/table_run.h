@@ -47,6 +47,9 @@ struct table_cell_state {
    * comparison, and nothing else would show it. */
   bool data_recorded, data_known;
   uint64_t data_trained, data_now;
+  /* data.distill: trained on a teacher's outputs for the column's training sources, so
+   * other training data by design, and tested on the column's own references. */
+  bool distilled;
   char error[1024];
   bool held; /* outside --row / --column: not run by this invocation, scored if done */
   /* table_score: */
