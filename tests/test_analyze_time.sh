@@ -1,10 +1,9 @@
 #!/bin/sh
 # intrus analyze time on two tiny trained models (left-to-right and INTRUS, a few steps on
 # a slice of the bundled en-de data): every sentence decoded once per model (--checkpoint
-# naming another file), the buckets'
-# counts adding up to the sentences asked for, a PNG, a TSV that the TSV form draws again,
-# and bad arguments refused; and search.slots below train.valid_beam, the experiment's
-# beam or -b refused.
+# naming another file), the buckets' counts adding up to the sentences asked for, a PNG,
+# a TSV that the TSV form draws again, and bad arguments refused; and search.slots below
+# train.valid_beam, the experiment's beam or -b refused.
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 

@@ -5,7 +5,6 @@
  * (float)(thr - base) wherever that descent is short enough to run; near thr == base
  * (a token of probability 1) the descent took ~10^9 steps, which is what the closed form
  * removes, so there only the definition is checked. */
-#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -11,6 +11,7 @@
 #include <libconfig.h>
 
 #include "intrus/config.h"
+#include "config_get.h"
 #include "config_internal.h"
 #include "xalloc.h"
 
@@ -73,7 +74,7 @@ enum intrus_status intrus_config_set(struct intrus_config *c, const char *assign
                             eq + 1);
   config_setting_t *v = config_lookup(&tmp, "v");
   int type = config_setting_type(v);
-  if (type == CONFIG_TYPE_GROUP || type == CONFIG_TYPE_ARRAY || type == CONFIG_TYPE_LIST) {
+  if (config_setting_is_aggregate(v)) {
     config_destroy(&tmp);
     return intrus_error_set(err, INTRUS_ERR_USAGE,
                             "--set '%s': a number, boolean or string only, not a group, "
@@ -102,14 +103,11 @@ enum intrus_status intrus_config_set(struct intrus_config *c, const char *assign
       p = dot + 1;
       continue;
     }
-    if (s && (config_setting_type(s) == CONFIG_TYPE_GROUP ||
-              config_setting_type(s) == CONFIG_TYPE_LIST ||
-              config_setting_type(s) == CONFIG_TYPE_ARRAY)) {
+    if (s && config_setting_is_aggregate(s)) {
       st = intrus_error_set(err, INTRUS_ERR_USAGE,
                             "--set '%s': %s has '%s' as %s, which --set does not replace",
                             assignment, c->filename, name,
-                            config_setting_type(s) == CONFIG_TYPE_GROUP ? "a group"
-                                                                        : "a list");
+                            cfg_type_name(config_setting_type(s)));
       break;
     }
     if (s) config_setting_remove(g, name);

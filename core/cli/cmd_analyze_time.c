@@ -148,10 +148,10 @@ static int tokens_of(const char *seg) {
 /* Decodes lines[0..n) one at a time with experiment `path` (after one untimed line: the
  * first decode maps the arena and the caches). */
 static enum intrus_status time_model(const char *path, const char *run_dir_arg,
-                                     const char *ckpt_arg, const char *plugin_path, const char *input, int beam,
-                                     char **lines, size_t n, int width, FILE *progress,
-                                     char *name, size_t name_size, struct buckets *bk,
-                                     struct intrus_error *err) {
+                                     const char *ckpt_arg, const char *plugin_path,
+                                     const char *input, int beam, char **lines, size_t n,
+                                     int width, FILE *progress, char *name, size_t name_size,
+                                     struct buckets *bk, struct intrus_error *err) {
   struct intrus_config *cfg = intrus_config_load_file(path, err);
   if (!cfg) return err->status ? err->status : INTRUS_ERR_CONFIG;
   struct cli_experiment x = {0};
@@ -347,9 +347,9 @@ int intrus_analyze_time(int argc, char **argv) {
     n = nlines < (size_t)count ? nlines : (size_t)count;
     for (int k = 0; k < nm && !st; k++) {
       snprintf(names[k], sizeof names[k], "%s", label[k] ? label[k] : "");
-      st = time_model(argv[optind + k], run_dir[k], ckpt[k], plugin_path, input, (int)beam, lines, n,
-                      (int)width, quiet ? NULL : stderr, names[k], sizeof names[k], &bk[k],
-                      &err);
+      st = time_model(argv[optind + k], run_dir[k], ckpt[k], plugin_path, input, (int)beam,
+                      lines, n, (int)width, quiet ? NULL : stderr, names[k], sizeof names[k],
+                      &bk[k], &err);
     }
     if (lines) intrus_lines_free(lines, nlines);
     if (st) return intrus_cli_fail("analyze time", &err);

@@ -163,17 +163,6 @@ static int lock_cell(const char *run_dir, const char *label, struct intrus_error
   return fd;
 }
 
-/* Whether the cell's data is distilled from a teacher (data.distill). */
-static bool distills(const struct table_cell_state *cs) {
-  struct intrus_error e = {0};
-  struct intrus_config *cfg = intrus_config_load_file(cs->experiment, &e);
-  struct dataset_distill dd;
-  bool present = false;
-  if (cfg) cli_distill_teacher_of(cfg, cs->run_dir, &present, &dd, &e);
-  intrus_config_free(cfg);
-  return present;
-}
-
 /* Runs cell (r, c) unless, once its lock is held, it turns out done (by another table,
  * or by an earlier cell of this one that names the same experiment). */
 static enum intrus_status run_cell(const struct table_args *a, struct table_state *s, int r,
@@ -269,7 +258,7 @@ int intrus_cmd_table(int argc, char **argv) {
   for (int pass = 0, r = 0; pass < 2 && !a.no_train; r = (r + 1) % t->nrows, pass += !r)
     for (int c = 0; c < t->ncols; c++) {
       struct table_cell_state *cs = &s->cells[r][c];
-      if (!table_cell_to_run(cs) || distills(cs) != (pass == 1)) continue;
+      if (!table_cell_to_run(cs) || cs->distilled != (pass == 1)) continue;
       char label[256], eta[32];
       snprintf(label, sizeof label, "[%d/%d %s %s]", ++k, todo, t->rows[r].name,
                t->cols[c].name);

@@ -81,9 +81,10 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
     return st;
   }
   intrus_plugin_search_free(x.search);
-  const intrus_cfg *data = NULL;
+  const intrus_cfg *data = NULL, *distill = NULL;
   cs->distilled = intrus_cfg_group(intrus_config_root(cfg), "data", &data, NULL) == INTRUS_OK &&
-                  data && intrus_cfg_has(data, "distill");
+                  data && intrus_cfg_group(data, "distill", &distill, NULL) == INTRUS_OK &&
+                  distill;
   snprintf(cs->experiment, sizeof cs->experiment, "%s", cell->experiment);
   snprintf(cs->name, sizeof cs->name, "%s", x.name);
   snprintf(cs->run_dir, sizeof cs->run_dir, "%s/%s", s->runs, x.name);

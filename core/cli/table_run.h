@@ -48,7 +48,8 @@ struct table_cell_state {
   bool data_recorded, data_known;
   uint64_t data_trained, data_now;
   /* data.distill: trained on a teacher's outputs for the column's training sources, so
-   * other training data by design, and tested on the column's own references. */
+   * other training data by design, and tested on the column's own references; such cells
+   * run after the others (their teacher may be one). */
   bool distilled;
   char error[1024];
   bool held; /* outside --row / --column: not run by this invocation, scored if done */
