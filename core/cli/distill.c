@@ -341,7 +341,7 @@ static enum intrus_status decode_rest(const struct cli_distill_opts *o, struct t
     char **out = NULL;
     snprintf(name, sizeof name, "%s, lines %zu-%zu", tc->paths[0][0], at + 1, at + k);
     st = translate_lines(tc->t.model, &tc->t.data, &tc->t.beam, tc->t.batch_tokens,
-                         tc->t.max_src_len, name, tc->train.src + at, k, NULL, &out, NULL, err);
+                         tc->t.max_src_len, name, NULL, tc->train.src + at, k, NULL, &out, NULL, err);
     if (st) break;
     for (size_t i = 0; i < k; i++) targets_add(t, out[i]);
     dataset_lines_free(out, k);

@@ -103,7 +103,7 @@ enum intrus_status translator_run(struct translator *t, char *const *lines, size
                                   FILE *progress, char ***out, struct intrus_ins_hyp *traj,
                                   struct intrus_error *err) {
   return translate_lines(t->model, &t->data, &t->beam, t->batch_tokens, t->max_src_len,
-                         t->input_name, lines, n, progress,
+                         t->input_name, NULL, lines, n, progress,
                          out, traj, err);
 }
 
@@ -155,11 +155,6 @@ static bool cut_line(char *seg, int max, const char *name, size_t line, bool qui
             name ? name : "input", line, count, max);
   return true;
 }
-
-/* The file whose long lines were last warned about: training decodes its validation
- * file at every validation, and one warning per line per process is enough. */
-static char warned_name[4200];
-static size_t warned_n;
 
 /* Decoding one batch: result k of the batch goes to res[line[k]] (and its trajectory to
  * traj[line[k]]). */
@@ -301,7 +296,7 @@ static enum intrus_status job_close(struct decode_job *j, enum intrus_status st,
 
 enum intrus_status translate_lines(struct intrus_model *model, struct dataset *data,
                                    const struct intrus_beam_opts *beam, long batch_tokens,
-                                   int max_src_len, const char *src_name,
+                                   int max_src_len, const char *src_name, bool *cut_warned,
                                    char *const *lines, size_t n, FILE *progress, char ***out,
                                    struct intrus_ins_hyp *traj, struct intrus_error *err) {
   char **seg = NULL;
@@ -311,12 +306,10 @@ enum intrus_status translate_lines(struct intrus_model *model, struct dataset *d
   enum intrus_status st = job_open(&j, model, data, beam, n, progress, traj, err);
   if (st) return job_close(&j, st, out);
   if ((st = dataset_segment(data, 0, lines, n, &seg, err))) goto done;
-  bool quiet = src_name && n == warned_n && strcmp(src_name, warned_name) == 0, cut = false;
+  const bool quiet = cut_warned && *cut_warned;
+  bool cut = false;
   for (size_t i = 0; i < n; i++) cut |= cut_line(seg[i], max_src_len, src_name, i + 1, quiet);
-  if (cut && src_name && !quiet) {
-    snprintf(warned_name, sizeof warned_name, "%s", src_name);
-    warned_n = n;
-  }
+  if (cut && cut_warned) *cut_warned = true;
   if ((st = intrus_corpus_encode((const char *const *)seg, NULL, n, data->src_vocab, NULL, NULL,
                                  &c, err)))
     goto done;

@@ -57,10 +57,12 @@ enum intrus_status translator_run(struct translator *t, char *const *lines, size
 /* The same for any model and text pipeline (training uses it for validation BLEU). A
  * line of more than max_src_len subword tokens is cut to its first max_src_len, with a
  * warning on stderr naming src_name and the line: memory and time grow with the length,
- * and without a bound one long line could ask for terabytes. */
+ * and without a bound one long line could ask for terabytes. A caller that decodes the
+ * same lines again and again (training's validation) passes cut_warned: the warnings are
+ * printed while it is false, and it is set once a line was cut; NULL warns every time. */
 enum intrus_status translate_lines(struct intrus_model *model, struct dataset *data,
                                    const struct intrus_beam_opts *beam, long batch_tokens,
-                                   int max_src_len, const char *src_name,
+                                   int max_src_len, const char *src_name, bool *cut_warned,
                                    char *const *lines, size_t n, FILE *progress, char ***out,
                                    struct intrus_ins_hyp *traj, struct intrus_error *err);
 

@@ -39,6 +39,8 @@ struct dataset {
   struct intrus_vocab *src_vocab, *tgt_vocab; /* equal when joint */
   struct intrus_corpus *train, *valid;
   struct intrus_parallel_text valid_text;     /* raw lines: BLEU references */
+  bool valid_cut_warned;        /* a validation line over search.max_src_len was warned
+                                   about: once a run, not at every validation */
   struct intrus_batcher *batcher;
   /* images (dataset_images.c): src_lang is "img"; the target pipeline is tgt_* */
   int channels;                 /* 1 grey, 3 RGB */

@@ -160,7 +160,7 @@ enum intrus_status train_validate_bleu(struct intrus_model *m, struct dataset *d
   dataset_split_path(d, "valid", d->src_lang, valid_name, sizeof valid_name);
   enum intrus_status st =
       translate_lines(m, d, &beam, search->batch_tokens, search->max_src_len, valid_name,
-                      d->valid_text.src, n, NULL, &hyps, NULL, err);
+                      &d->valid_cut_warned, d->valid_text.src, n, NULL, &hyps, NULL, err);
   if (st) return st;
   struct score_result r;
   st = score_corpus(plugins, "bleu", bleu_cfg, hyps, d->valid_text.tgt, n, &r, err);
