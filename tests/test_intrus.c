@@ -173,6 +173,14 @@ static void test_restart_and_plateau(const char *cfg) {
   EXPECT(res.steps_done > 100 && res.steps_done < 1100,
          "a plateau phase with patience 1 should end before its 1000 steps: %ld",
          res.steps_done);
+  /* Validation ended that phase: more steps for it in the config do not reopen it. */
+  const long plateau_end = res.steps_done;
+  char *t3 = test_replace(t2, "steps = 1000;", "steps = 2000;");
+  st = test_train_text(t3, "plateau", 0, &tr, &res, &err);
+  EXPECT(st == INTRUS_OK && res.steps_done == plateau_end,
+         "a run whose last phase validation ended trained on when that phase got more steps "
+         "(%s; step %ld, ended at %ld)", err.msg, res.steps_done, plateau_end);
+  free(t3);
   free(text);
   free(t2);
   /* A finished one-phase run extended by a phase with restart_optimizer trains as a run
@@ -200,6 +208,37 @@ static void test_restart_and_plateau(const char *cfg) {
   EXPECT(diff == 0, "a run extended by a restarting phase logs other losses than one "
          "trained with both phases (from step %d: %.7f vs %.7f)", diff, whole.loss[diff],
          ext.loss[diff]);
+  /* A finished run whose last phase ended by its steps continues that phase when the
+   * config gives it more (a finished run continued under a longer schedule, as
+   * experiments/small/en-ru/intrus-warm-distill-long.cfg is): as a run that had the
+   * longer phase from the start. */
+  static const char *const b80 = "{ name = \"b\"; order = { plugin = \"sampled\"; }; "
+                                 "steps = 80; restart_optimizer = true; }";
+  snprintf(list, sizeof list, "phases = (%s, %s);", a, b80);
+  char *longer = with_phases(cfg, list);
+  struct test_losses lwhole = {0}, lext = {0};
+  st = test_train_text(longer, "longer-whole", 0, &lwhole, &res, &err);
+  EXPECT(st == INTRUS_OK && res.steps_done == 140, "%s (%ld steps)", err.msg, res.steps_done);
+  st = test_train_text(both, "longer-ext", 0, &lext, &res, &err);
+  EXPECT(st == INTRUS_OK && res.steps_done == 100, "%s (%ld steps)", err.msg, res.steps_done);
+  /* its train.log lost (a checkpoint copied without it): the resumed log has a header */
+  char logpath[600];
+  snprintf(logpath, sizeof logpath, "%s/longer-ext/train.log", test_tmpdir);
+  EXPECT(remove(logpath) == 0, "no %s", logpath);
+  st = test_train_text(longer, "longer-ext", 0, &lext, &res, &err);
+  EXPECT(st == INTRUS_OK && lext.last == 140, "%s (ended at %ld)", err.msg, lext.last);
+  FILE *lf = fopen(logpath, "r");
+  char head[256] = "";
+  EXPECT(lf && fgets(head, sizeof head, lf) && strncmp(head, "step\tloss\t", 10) == 0,
+         "the resumed run's new train.log starts with \"%s\", not its header", head);
+  if (lf) fclose(lf);
+  diff = 0;
+  for (int k = 140; k >= 1; k--)
+    if (lwhole.loss[k] != lext.loss[k]) diff = k;
+  EXPECT(diff == 0, "a finished run whose last phase got more steps logs other losses than "
+         "one trained with the longer phase (from step %d: %.7f vs %.7f)", diff,
+         lwhole.loss[diff], lext.loss[diff]);
+  free(longer);
   free(both);
   free(first);
 }

@@ -33,6 +33,13 @@ static bool advance_phase(const struct train_phases *ph, struct phase_state *ps,
   if (progress)
     fprintf(progress, "phase %s ended at step %ld (%s)\n", p->name, step,
             plateaued ? "validation stopped improving" : "its steps are done");
+  if (ps->cur + 1 == ph->count) {
+    ps->has_ended = true;
+    ps->ended_plateau = plateaued;
+    ps->ended_start = ps->start;
+    ps->ended_stale = ps->stale;
+    ps->ended_best = ps->best;
+  }
   ps->cur++;
   ps->start = step;
   ps->stale = 0;

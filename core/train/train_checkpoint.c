@@ -24,7 +24,49 @@ static enum intrus_status put_phase_state(struct intrus_ckpt_writer *w,
       (st = intrus_ckpt_put_u64(w, "phase_stale", (uint64_t)ps->stale, err)) ||
       (st = intrus_ckpt_put_u64(w, "phase_best", best_bits, err)))
     return st;
+  if (!ps->has_ended) return INTRUS_OK;
+  memcpy(&best_bits, &ps->ended_best, sizeof best_bits);
+  if ((st = intrus_ckpt_put_u64(w, "ended_start", (uint64_t)ps->ended_start, err)) ||
+      (st = intrus_ckpt_put_u64(w, "ended_stale", (uint64_t)ps->ended_stale, err)) ||
+      (st = intrus_ckpt_put_u64(w, "ended_best", best_bits, err)) ||
+      (st = intrus_ckpt_put_u64(w, "ended_plateau", ps->ended_plateau ? 1 : 0, err)))
+    return st;
   return INTRUS_OK;
+}
+
+/* A finished run whose config now gives its last phase more steps than it ran (e.g. a
+ * copy of a finished run continued under a longer schedule, as
+ * experiments/small/en-ru/intrus-warm-distill-long.cfg is) continues that phase, unless
+ * validation ended it. Checkpoints from before the ended_* records know where the last
+ * phase began only when it restarted the schedule (sched_start), and not why it ended:
+ * they continue with the plateau count at 0 and the run's best score as the phase's. */
+static void reopen_last_phase(struct trainer *t, const struct resume_state *rs) {
+  const struct train_phase *last = &t->ph.phase[t->ph.count - 1];
+  long start, stale = 0;
+  double best = t->best;
+  if (rs->has_ended) {
+    if (rs->ended_plateau) return;
+    start = (long)rs->ended_start;
+    stale = (long)rs->ended_stale;
+    best = rs->ended_best;
+  } else if (last->restart_optimizer && rs->sched_start < rs->step) {
+    start = (long)rs->sched_start;
+  } else {
+    return;
+  }
+  if (t->step - start >= last->steps) return;
+  if (stale >= last->patience) stale = last->patience - 1;
+  t->ps.cur = t->ph.count - 1;
+  t->ps.start = start;
+  t->ps.stale = stale < 0 ? 0 : stale;
+  t->ps.best = best;
+  t->ps.has_ended = false;
+  if (t->opt->progress)
+    fprintf(t->opt->progress,
+            "phase %s ended at step %ld after %ld steps; it now has %ld: it continues%s\n",
+            last->name, t->step, t->step - start, last->steps,
+            rs->has_ended ? "" : " (a checkpoint from before the record of why a phase "
+                                 "ended: its plateau count starts at 0)");
 }
 
 /* init_source: the warm start's source content (model.init), NULL without one.
@@ -102,6 +144,12 @@ enum intrus_status trainer_resume(struct trainer *t, struct intrus_error *err) {
       intrus_params_zero_moments(t->params);
       t->ps.sched_start = t->step;
     }
+    t->ps.has_ended = rs.has_ended;
+    t->ps.ended_plateau = rs.ended_plateau != 0;
+    t->ps.ended_start = (long)rs.ended_start;
+    t->ps.ended_stale = (long)rs.ended_stale;
+    t->ps.ended_best = rs.ended_best;
+    if (t->ph.count && t->ps.cur == t->ph.count) reopen_last_phase(t, &rs);
   }
   t->res->resumed_from = t->step;
   if (t->opt->progress)

@@ -36,6 +36,12 @@ struct train_cfg {
 struct phase_state {
   long cur, start, sched_start, stale;
   double best;
+  /* The last phase once it has ended (cur == the phase count): where it began, its
+   * plateau count and best, and whether validation ended it. Kept so that a finished
+   * run whose config now gives that phase more steps continues it (trainer_resume). */
+  bool has_ended, ended_plateau;
+  long ended_start, ended_stale;
+  double ended_best;
 };
 
 /* Everything one training run holds, so that intrus_train reads as its steps. */

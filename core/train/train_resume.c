@@ -42,6 +42,17 @@ enum intrus_status resume_state_read(const struct intrus_ckpt *ck, const char *p
   } else {
     rs->phase_best = -INFINITY;
   }
+  uint64_t e[4];
+  rs->has_ended = rs->has_phase && intrus_ckpt_u64(ck, "ended_start", &e[0]) &&
+                  intrus_ckpt_u64(ck, "ended_stale", &e[1]) &&
+                  intrus_ckpt_u64(ck, "ended_best", &e[2]) &&
+                  intrus_ckpt_u64(ck, "ended_plateau", &e[3]);
+  if (rs->has_ended) {
+    rs->ended_start = e[0];
+    rs->ended_stale = e[1];
+    rs->ended_best = as_double(e[2]);
+    rs->ended_plateau = e[3];
+  }
 
   const char *why = "the checkpoint is damaged or belongs to another run";
   const char *what = lim->phases ? "the sum of train.phases' steps" : "train.steps";
@@ -79,5 +90,11 @@ enum intrus_status resume_state_read(const struct intrus_ckpt *ck, const char *p
   if (isnan(rs->phase_best) || rs->phase_best == INFINITY)
     return intrus_error_set(err, INTRUS_ERR_FORMAT, "%s: record 'phase_best' is %g: %s", path,
                             rs->phase_best, why);
+  if (rs->has_ended && (rs->ended_start > step || rs->ended_stale > (uint64_t)1 << 40 ||
+                        isnan(rs->ended_best) || rs->ended_best == INFINITY || rs->ended_plateau > 1))
+    return intrus_error_set(err, INTRUS_ERR_FORMAT,
+                            "%s: records 'ended_*' are out of range (start %llu, step %llu): %s",
+                            path, (unsigned long long)rs->ended_start,
+                            (unsigned long long)step, why);
   return INTRUS_OK;
 }

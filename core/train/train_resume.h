@@ -17,6 +17,10 @@ struct resume_state {
   bool has_phase;              /* the five phase records, all or none */
   uint64_t phase, phase_start, sched_start, phase_stale;
   double phase_best;
+  bool has_ended;              /* the last phase's records once it has ended (optional) */
+  uint64_t ended_plateau;      /* 1 when validation ended it, 0 when its steps did */
+  uint64_t ended_start, ended_stale;
+  double ended_best;
   bool has_init_source;        /* warm-started runs: the source's content (model.init) */
   uint64_t init_source;
 };

@@ -170,7 +170,9 @@ enum intrus_status trainer_start(struct trainer *t, struct intrus_config *cfg,
     if (t->step && (st = run_log_trim(path, t->step, err))) return st;
     if (!(t->log = fopen(path, t->step ? "a" : "w")))
       return intrus_error_set(err, INTRUS_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    if (!t->step)
+    /* The header on a new file, also on a resume whose log was lost (a checkpoint copied
+     * without it): the rows that follow are then still readable by intrus plot. */
+    if (!t->step || (fseek(t->log, 0, SEEK_END) == 0 && ftell(t->log) == 0))
       fprintf(t->log,
               "step\tloss\tlr\ttokens_per_s\tvalid_loss\tvalid_bleu\ttrain_s\tvalid_decode_s\n");
   }
