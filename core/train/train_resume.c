@@ -15,6 +15,14 @@ static double as_double(uint64_t bits) {
   return x;
 }
 
+/* Records names[0..n) into v: true when every one is there (they come all or none). */
+static bool read_all(const struct intrus_ckpt *ck, const char *const *names, int n,
+                     uint64_t *v) {
+  for (int i = 0; i < n; i++)
+    if (!intrus_ckpt_u64(ck, names[i], &v[i])) return false;
+  return true;
+}
+
 enum intrus_status resume_state_read(const struct intrus_ckpt *ck, const char *path,
                                      const struct resume_limits *lim, struct resume_state *rs,
                                      struct intrus_error *err) {
@@ -28,11 +36,11 @@ enum intrus_status resume_state_read(const struct intrus_ckpt *ck, const char *p
   rs->best = as_double(best_bits);
   rs->has_train_ms = intrus_ckpt_u64(ck, "train_ms", &rs->train_ms);
   rs->has_init_source = intrus_ckpt_u64(ck, "init_source", &rs->init_source);
-  rs->has_phase = intrus_ckpt_u64(ck, "phase", &v[0]) &&
-                  intrus_ckpt_u64(ck, "phase_start", &v[1]) &&
-                  intrus_ckpt_u64(ck, "sched_start", &v[2]) &&
-                  intrus_ckpt_u64(ck, "phase_stale", &v[3]) &&
-                  intrus_ckpt_u64(ck, "phase_best", &v[4]);
+  static const char *const phase_rec[] = {"phase", "phase_start", "sched_start", "phase_stale",
+                                          "phase_best"};
+  static const char *const ended_rec[] = {"ended_start", "ended_stale", "ended_best",
+                                          "ended_plateau"};
+  rs->has_phase = read_all(ck, phase_rec, 5, v);
   if (rs->has_phase) {
     rs->phase = v[0];
     rs->phase_start = v[1];
@@ -42,16 +50,13 @@ enum intrus_status resume_state_read(const struct intrus_ckpt *ck, const char *p
   } else {
     rs->phase_best = -INFINITY;
   }
-  uint64_t e[4];
-  rs->has_ended = rs->has_phase && intrus_ckpt_u64(ck, "ended_start", &e[0]) &&
-                  intrus_ckpt_u64(ck, "ended_stale", &e[1]) &&
-                  intrus_ckpt_u64(ck, "ended_best", &e[2]) &&
-                  intrus_ckpt_u64(ck, "ended_plateau", &e[3]);
+  /* The last phase's records once it has ended: optional (older checkpoints lack them). */
+  rs->has_ended = rs->has_phase && read_all(ck, ended_rec, 4, v);
   if (rs->has_ended) {
-    rs->ended_start = e[0];
-    rs->ended_stale = e[1];
-    rs->ended_best = as_double(e[2]);
-    rs->ended_plateau = e[3];
+    rs->ended_start = v[0];
+    rs->ended_stale = v[1];
+    rs->ended_best = as_double(v[2]);
+    rs->ended_plateau = v[3];
   }
 
   const char *why = "the checkpoint is damaged or belongs to another run";
