@@ -366,6 +366,17 @@ expect "two thread counts: two setups in table.md" \
   grep -q "^| l2r | en-de | .cut/tt-l2r. | [0-9]* | [0-9]* s (2 setups) |" setup-out/table.md
 expect "two thread counts: and in table.json" grep -q '"setups": 2' setup-out/table.json
 cp sessions-before cut/tt-l2r/sessions.tsv
+# A finished cell that cannot be scored here (its references gone or cut short: a column
+# whose corpus this machine lacks) is marked, the table is still written, exit status 1.
+mv data/test.de test.de.kept
+"$intrus" table --no-train -r cut -O unscored-out table.cfg > unscored.txt 2>&1
+expect "an unscorable finished cell: exit status 1" test $? -eq 1
+expect "an unscorable finished cell: named on stderr" \
+  grep -q "row r2l, column en-de: cannot score: .*test.de" unscored.txt
+expect "an unscorable finished cell: the table is still written" test -s unscored-out/table.md
+expect "an unscorable finished cell: marked failed in table.md" \
+  grep -q "^| r2l | en-de | .*| failed |$" unscored-out/table.md
+mv test.de.kept data/test.de
 cut -d, -f1-8 ref-out/table.csv > a.csv
 cut -d, -f1-8 cut-out/table.csv > b.csv
 expect "the resumed table's scores equal the uninterrupted one's" cmp -s a.csv b.csv

@@ -291,9 +291,15 @@ int intrus_cmd_table(int argc, char **argv) {
     printf("table: %s/table.md, table.csv, table.json\n", out_dir);
     st = table_figures(s, out_dir, a.plugin_path, a.no_train, &err);
   }
+  const int s_unscored = s->unscored;
   table_state_free(s);
   table_spec_free(t);
   if (st) return intrus_cli_fail("table", &err);
+  if (s_unscored) {
+    fprintf(stderr, "intrus table: %d finished cell%s could not be scored (see above)\n",
+            s_unscored, s_unscored == 1 ? "" : "s");
+    if (!failed) return INTRUS_EXIT_FAILURE;
+  }
   if (failed) {
     fprintf(stderr, "intrus table: %d run%s failed (see above); their cells are empty\n",
             failed, failed == 1 ? "" : "s");

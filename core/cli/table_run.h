@@ -116,6 +116,7 @@ struct table_state {
   int ncorpora; /* training splits fingerprinted so far, by their paths */
   struct { uint64_t paths, fp; } corpora[TABLE_MAX_CORPORA];
   int npairs;   /* table_score: every pair of scored rows with paper numbers, by column */
+  int unscored; /* table_score: finished cells it could not score (marked failed) */
   struct table_pair pairs[TABLE_MAX_PAIRS];
 };
 

@@ -143,12 +143,26 @@ enum intrus_status table_score(struct table_state *s, struct intrus_error *err) 
   }
   enum intrus_status st = INTRUS_OK;
   s->npairs = 0;
+  s->unscored = 0;
   for (int c = 0; c < t->ncols && !st; c++) {
     bool read[TABLE_MAX_ROWS] = {false};
-    for (int r = 0; r < t->nrows && !st; r++)
-      if (s->cells[r][c].state == CELL_DONE &&
-          !(st = inputs_read(&s->cells[r][c], t->cols[c].metric, &in[r], err)))
-        read[r] = true;
+    for (int r = 0; r < t->nrows; r++) {
+      struct table_cell_state *cs = &s->cells[r][c];
+      if (cs->state != CELL_DONE) continue;
+      /* A finished cell that cannot be scored here (its corpus not built on this machine,
+       * its output cut short) is marked and the others are scored: a run of one column
+       * must not lose its table to another column's missing corpus. */
+      struct intrus_error e = {0};
+      if (inputs_read(cs, t->cols[c].metric, &in[r], &e)) {
+        cs->state = CELL_FAILED;
+        snprintf(cs->error, sizeof cs->error, "cannot score: %.*s", (int)sizeof cs->error - 16, e.msg);
+        fprintf(stderr, "intrus table: row %s, column %s: cannot score: %s\n",
+                t->rows[r].name, t->cols[c].name, e.msg);
+        s->unscored++;
+        continue;
+      }
+      read[r] = true;
+    }
     const int b = t->baseline;
     const bool have_base = !st && b >= 0 && read[b];
     for (int r = 0; r < t->nrows && !st; r++) {
