@@ -295,15 +295,11 @@ int intrus_cmd_table(int argc, char **argv) {
   table_state_free(s);
   table_spec_free(t);
   if (st) return intrus_cli_fail("table", &err);
-  if (s_unscored) {
+  if (s_unscored)
     fprintf(stderr, "intrus table: %d finished cell%s could not be scored (see above)\n",
             s_unscored, s_unscored == 1 ? "" : "s");
-    if (!failed) return INTRUS_EXIT_FAILURE;
-  }
-  if (failed) {
+  if (failed)
     fprintf(stderr, "intrus table: %d run%s failed (see above); their cells are empty\n",
             failed, failed == 1 ? "" : "s");
-    return INTRUS_EXIT_FAILURE;
-  }
-  return INTRUS_EXIT_OK;
+  return failed || s_unscored ? INTRUS_EXIT_FAILURE : INTRUS_EXIT_OK;
 }

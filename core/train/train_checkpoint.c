@@ -60,7 +60,6 @@ static void reopen_last_phase(struct trainer *t, const struct resume_state *rs) 
   t->ps.start = start;
   t->ps.stale = stale < 0 ? 0 : stale;
   t->ps.best = best;
-  t->ps.has_ended = false;
   if (t->opt->progress)
     fprintf(t->opt->progress,
             "phase %s ended at step %ld after %ld steps; it now has %ld: it continues%s\n",
@@ -144,11 +143,6 @@ enum intrus_status trainer_resume(struct trainer *t, struct intrus_error *err) {
       intrus_params_zero_moments(t->params);
       t->ps.sched_start = t->step;
     }
-    t->ps.has_ended = rs.has_ended;
-    t->ps.ended_plateau = rs.ended_plateau != 0;
-    t->ps.ended_start = (long)rs.ended_start;
-    t->ps.ended_stale = (long)rs.ended_stale;
-    t->ps.ended_best = rs.ended_best;
     if (t->ph.count && t->ps.cur == t->ph.count) reopen_last_phase(t, &rs);
   }
   t->res->resumed_from = t->step;

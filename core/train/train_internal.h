@@ -36,9 +36,10 @@ struct train_cfg {
 struct phase_state {
   long cur, start, sched_start, stale;
   double best;
-  /* The last phase once it has ended (cur == the phase count): where it began, its
-   * plateau count and best, and whether validation ended it. Kept so that a finished
-   * run whose config now gives that phase more steps continues it (trainer_resume). */
+  /* The last phase once it has ended in this process (advance_phase): where it began,
+   * its plateau count and best, and whether validation ended it, for the checkpoint's
+   * ended_* records, from which a finished run whose config now gives that phase more
+   * steps continues it (trainer_resume reads them from the checkpoint, not from here). */
   bool has_ended, ended_plateau;
   long ended_start, ended_stale;
   double ended_best;
