@@ -287,6 +287,23 @@ expect "the cell without its checkpoint is done" grep -q "done .*fin/tt-ins$" pl
 expect "its sampled phase times the no-pretraining cell: 25 x 3 s, measured" \
   grep -q "train .*fin/tt-nopre, 25 steps, 75 s$" plan-fin.txt
 
+# ---- a finished run whose config lengthens its last phase is timed as a resume -------
+# The trainer reopens a last phase that its steps ended when the config gives it more
+# (reopen_last_phase): tt-ins finished at step 60, its sampled phase begun after step
+# 20; with 80 sampled steps it has 40 left, at that phase's 3 s a step: 120 s, not 0.
+"$intrus" train -q -o est/tt-ins ins.cfg > train-est.txt 2>&1
+expect "the phased run finishes" test $? -eq 0
+mkdir -p long && cp -a est/tt-ins long/
+train_log 10 10 20 20 30 50 40 80 50 110 60 140 > long/tt-ins/train.log
+sed 's/per_sentence = 4; steps = 40;/per_sentence = 4; steps = 80;/' ins.cfg > ins-long.cfg
+sed 's/"ins.cfg"/"ins-long.cfg"/' ins-table.cfg > long-table.cfg
+"$intrus" table --dry-run -r long long-table.cfg > plan-long.txt 2>&1
+expect "the lengthened last phase: 40 steps at 3 s, $(grep tt-ins plan-long.txt)" \
+  grep -q "resume .*long/tt-ins at step 60 of 100, 2 min$" plan-long.txt
+"$intrus" table --dry-run -r est ins-table.cfg > plan-same.txt 2>&1
+expect "under its own config the trained run has no step left: $(grep tt-ins plan-same.txt)" \
+  grep -q "resume .*est/tt-ins at step 60 of 60, 0 s$" plan-same.txt
+
 wait_for() { # FILE: until it exists, at most 30 s
   i=0
   while [ $i -lt 600 ] && [ ! -f "$1" ]; do

@@ -153,6 +153,16 @@ int table_read_phases(const struct intrus_config *cfg, long steps[TABLE_MAX_PHAS
   return n;
 }
 
+bool table_last_phase_restarts(const struct intrus_config *cfg) {
+  const intrus_cfg *train = peek_group(intrus_config_root(cfg), "train"), *ph = NULL;
+  int n = 0;
+  if (!train || !intrus_cfg_has(train, "phases") ||
+      intrus_cfg_list_len(train, "phases", &n, NULL) || n < 1 ||
+      intrus_cfg_list_group(train, "phases", n - 1, &ph, NULL))
+    return false;
+  return peek_bool(ph, "restart_optimizer", false);
+}
+
 static uint64_t key_int(uint64_t h, long long v) { return intrus_fnv1a(h, &v, sizeof v); }
 static uint64_t key_str(uint64_t h, const char *v) { return intrus_fnv1a(h, v, strlen(v) + 1); }
 
@@ -322,7 +332,7 @@ static void scan_other_runs(struct table_state *s) {
     int cur;
     struct stat st;
     snprintf(path, sizeof path, "%s/train.log", dir);
-    if (cell || stat(path, &st) != 0 || !table_checkpoint_where(dir, &step, &cur, &start)) continue;
+    if (cell || stat(path, &st) != 0 || !table_checkpoint_where(dir, &step, &cur, &start, NULL)) continue;
     snprintf(path, sizeof path, "%s/effective.cfg", dir);
     struct intrus_error err = {0};
     struct intrus_config *cfg = intrus_config_load_file(path, &err);

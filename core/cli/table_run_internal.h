@@ -11,9 +11,20 @@
 #include "intrus/config.h"
 #include "table_run.h"
 
+/* How a finished run's last phase ended, as its checkpoint records it (trainer_resume
+ * reopens that phase when the config now gives it more steps and its steps ended it). */
+struct table_ckpt_end {
+  bool recorded;   /* the ended_* records are there (checkpoints from 2026-12-06 on) */
+  bool plateau;    /* validation ended the last phase: the run stays finished */
+  long start;      /* the step the last phase began after (recorded) */
+  long sched_start; /* older checkpoints: where the schedule last restarted, -1 if unknown */
+};
+
 /* table_run.c: the checkpoint's step and, for a phased run, its phase and the step that
- * phase began after (0 and 0 without phases); false when there is no checkpoint. */
-bool table_checkpoint_where(const char *run_dir, long *step, int *phase, long *phase_start);
+ * phase began after (0 and 0 without phases), and how its last phase ended when end is
+ * not NULL; false when there is no checkpoint. */
+bool table_checkpoint_where(const char *run_dir, long *step, int *phase, long *phase_start,
+                            struct table_ckpt_end *end);
 
 /* table_estimate.c: the experiment's phases, each one's steps and cost factor (a run
  * without train.phases is one phase); returns how many. */
@@ -25,6 +36,8 @@ uint64_t table_phase_key(const struct intrus_config *cfg, int p);
  * the phases' factors (table_read_phases). */
 void table_phase_gflop(const struct intrus_config *cfg, int nphases, const double *factor,
                        double *gflop);
+/* Whether the experiment's last phase restarts the optimizer (and so its schedule). */
+bool table_last_phase_restarts(const struct intrus_config *cfg);
 /* Each phase's seconds per step in run_dir's train.log (NAN where it has too few rows);
  * returns the log's last train_s, NAN without one. */
 double table_phase_rates(const char *run_dir, int nphases, const long *steps, int cur,
