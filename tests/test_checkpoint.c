@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/resource.h>
@@ -732,6 +733,90 @@ out:
   intrus_params_destroy(b);
 }
 
+/* The mean of three checkpoints against the mean computed here, value by value; the
+ * last one's integers, no moments, "averaged" = 3; other models refused, naming the file
+ * and what differs; nothing written then. */
+static void test_average(void) {
+  char path[4][1024], out[1024];
+  const char *paths[4];
+  struct intrus_error err;
+  struct intrus_params *p[3];
+  for (int i = 0; i < 3; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "avg%d.ckpt", i);
+    snprintf(path[i], sizeof path[i], "%s", test_tmp_path(name));
+    paths[i] = path[i];
+    p[i] = make_params(10 + (uint64_t)i, 0);
+    EXPECT(write_model(path[i], p[i], 100 * (uint64_t)(i + 1), &err) == INTRUS_OK, "%s", err.msg);
+  }
+  snprintf(out, sizeof out, "%s", test_tmp_path("avg-out.ckpt"));
+  EXPECT(intrus_ckpt_average(paths, 3, out, &err) == INTRUS_OK, "%s", err.msg);
+  struct intrus_ckpt *c = NULL;
+  EXPECT(intrus_ckpt_read(out, true, FP, &c, &err) == INTRUS_OK, "%s", err.msg);
+  if (c) {
+    size_t values = 0, wrong = 0, want_values = 0;
+    for (size_t t = 0; t < intrus_params_count(p[0]); t++) want_values += intrus_params_at(p[0], t)->n;
+    for (size_t r = 0; r < intrus_ckpt_count(c); r++) {
+      const char *key = intrus_ckpt_name(c, r);
+      if (strncmp(key, "param/", 6) != 0) continue;
+      const intrus_tensor *x[3];
+      for (int i = 0; i < 3; i++) x[i] = intrus_params_find(p[i], key + 6);
+      int nd = 0, sh[4];
+      const float *got = intrus_ckpt_tensor(c, key, &nd, sh);
+      EXPECT(got && x[0] && x[1] && x[2], "'%s' is no parameter of the models", key);
+      if (!got || !x[0] || !x[1] || !x[2]) continue;
+      for (size_t e = 0; e < x[0]->n; e++, values++) {
+        double want = ((double)x[0]->data[e] + (double)x[1]->data[e] + (double)x[2]->data[e]) / 3;
+        float w = (float)want;
+        if (isnan(w) ? !isnan(got[e]) : got[e] != w) wrong++;
+      }
+    }
+    EXPECT(values == want_values && wrong == 0,
+           "%zu of %zu averaged values differ from the mean", wrong, values);
+    uint64_t v = 0;
+    EXPECT(intrus_ckpt_u64(c, "step", &v) && v == 300, "step %" PRIu64 ", want the last's 300", v);
+    EXPECT(intrus_ckpt_u64(c, "averaged", &v) && v == 3, "averaged %" PRIu64 ", want 3", v);
+    EXPECT(intrus_ckpt_tensor(c, "adam_m/big", NULL, NULL) == NULL, "moments in the average");
+    intrus_ckpt_free(c);
+  }
+  /* One checkpoint: its parameters unchanged, bit for bit. */
+  EXPECT(intrus_ckpt_average(paths, 1, out, &err) == INTRUS_OK, "%s", err.msg);
+  c = NULL;
+  EXPECT(intrus_ckpt_read(out, true, FP, &c, &err) == INTRUS_OK, "%s", err.msg);
+  struct intrus_params *q = make_params(99, 0);
+  if (c) {
+    EXPECT(intrus_ckpt_get_params(c, q, false, &err) == INTRUS_OK, "%s", err.msg);
+    EXPECT(same_params(p[0], q, false), "the average of one checkpoint is not that checkpoint");
+    intrus_ckpt_free(c);
+  }
+  intrus_params_destroy(q);
+  /* Another model: refused, naming the file; out is left as it was. */
+  unlink(out);
+  snprintf(path[3], sizeof path[3], "%s", test_tmp_path("avg-wide.ckpt"));
+  paths[3] = path[3];
+  static const struct { int flags; const char *says; } other[] = {
+      {P_WIDE_ENC, "has another shape"}, {P_EXTRA, "parameters where"}};
+  for (int k = 0; k < 2; k++) {
+    struct intrus_params *o = make_params(7, other[k].flags);
+    EXPECT(write_model(path[3], o, 1, &err) == INTRUS_OK, "%s", err.msg);
+    const char *mixed[2] = {path[0], path[3]};
+    EXPECT(intrus_ckpt_average(mixed, 2, out, &err) == INTRUS_ERR_FORMAT, "another model averaged");
+    EXPECT_CONTAINS(err.msg, path[3]);
+    EXPECT_CONTAINS(err.msg, other[k].says);
+    EXPECT(access(out, F_OK) != 0, "a refused average wrote %s", out);
+    intrus_params_destroy(o);
+  }
+  struct intrus_ckpt_writer *w;
+  EXPECT(intrus_ckpt_begin(path[3], FP + 1, &w, &err) == INTRUS_OK, "%s", err.msg);
+  EXPECT(intrus_ckpt_put_params(w, p[1], false, &err) == INTRUS_OK &&
+             intrus_ckpt_commit(w, &err) == INTRUS_OK, "%s", err.msg);
+  const char *mixed[2] = {path[0], path[3]};
+  EXPECT(intrus_ckpt_average(mixed, 2, out, &err) == INTRUS_ERR_FORMAT, "another fingerprint");
+  EXPECT_CONTAINS(err.msg, "another model configuration");
+  EXPECT(test_count_temp_files() == 0, "temporary file left after a refused average");
+  for (int i = 0; i < 3; i++) intrus_params_destroy(p[i]);
+}
+
 int main(void) {
   if (!test_make_tmpdir("/tmp/intrus-ckpt-XXXXXX")) return 1;
   test_layout();
@@ -743,6 +828,7 @@ int main(void) {
   test_failed_writes();
   test_abort();
   test_strip_moments();
+  test_average();
   EXPECT(test_count_temp_files() == 0, "temporary files left");
   test_remove_tmpdir();
   return test_finish("test_checkpoint");

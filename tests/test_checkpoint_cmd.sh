@@ -67,6 +67,52 @@ cp run/checkpoint.ckpt inplace.ckpt
 expect "stripping in place gives the same bytes" cmp -s inplace.ckpt lean.ckpt
 expect "no temporary file is left" test -z "$(ls | grep '\.tmp\.')"
 
+# ---- average: train.keep_checkpoints and eval.checkpoint = "average" -----------------------
+sed -e 's/checkpoint_every = 10; };/checkpoint_every = 10; keep_checkpoints = 3; };/' \
+    -e '$a eval: { checkpoint = "average"; };' tiny.cfg > avg.cfg
+"$intrus" run -q avg.cfg -o avg > avg.txt 2>&1
+expect "a run tested on its average runs: $(tail -2 avg.txt)" test $? -eq 0
+expect "it keeps the snapshots of the last 3 checkpoint steps" \
+  test "$(ls avg/snapshots | tr '\n' ' ')" = "step-0000000040.ckpt step-0000000050.ckpt step-0000000060.ckpt "
+expect "its test decode names average.ckpt" grep -q '"test_checkpoint": "average.ckpt"' avg/results.json
+"$intrus" checkpoint info avg/average.ckpt > info-avg.txt 2>&1
+expect "average.ckpt records the 3 it averaged" grep -q "^averaged = 3$" info-avg.txt
+"$intrus" checkpoint average avg/snapshots/*.ckpt -o by-hand.ckpt > by-hand.txt 2>&1
+expect "intrus checkpoint average of the snapshots exits 0" test $? -eq 0
+expect "and equals the run's average.ckpt byte for byte" cmp -s by-hand.ckpt avg/average.ckpt
+"$intrus" checkpoint average avg/snapshots/step-0000000060.ckpt -o one.ckpt > /dev/null 2>&1 &&
+  "$intrus" decode -q avg.cfg -o avg -c one.ckpt -i data/test.en -O one.hyp &&
+  "$intrus" decode -q avg.cfg -o avg -c avg/snapshots/step-0000000060.ckpt -i data/test.en -O last.hyp
+expect "the average of one snapshot decodes as that snapshot" cmp -s one.hyp last.hyp
+expect "the average of three decodes otherwise" test "$(cmp -s avg/test.hyp last.hyp; echo $?)" -ne 0
+# Killed after step 30 (its snapshot kept, a later one left as by a kill between snapshot
+# and checkpoint): the resumed run keeps the same snapshots, byte for byte.
+"$intrus" train -q avg.cfg -o avg2 -n 30 > avg2.txt 2>&1
+cp avg/snapshots/step-0000000050.ckpt avg2/snapshots/step-0000000050.ckpt
+"$intrus" train -q avg.cfg -o avg2 > avg2.txt 2>&1
+expect "the interrupted run trains on" test $? -eq 0
+# (Their train_ms records differ, so the files do: the parameters are compared by what
+# their averages decode.)
+expect "and keeps the same steps: $(ls avg2/snapshots | tr '\n' ' ')" \
+  test "$(ls avg2/snapshots)" = "$(ls avg/snapshots)"
+"$intrus" checkpoint average avg2/snapshots/*.ckpt -o avg2.ckpt > /dev/null 2>&1 &&
+  "$intrus" decode -q avg.cfg -o avg -c avg2.ckpt -i data/test.en -O avg2.hyp
+expect "whose average decodes as the uninterrupted run's" cmp -s avg2.hyp avg/test.hyp
+sed -e '$a eval: { checkpoint = "average"; };' tiny.cfg > noavg.cfg
+"$intrus" train -q noavg.cfg -o noavg > noavg.txt 2>&1
+rc=$?
+expect "eval.checkpoint = \"average\" without keep_checkpoints: exit 3 before training ($rc)" \
+  test $rc -eq 3 -a ! -f noavg/checkpoint.ckpt
+expect "(naming the setting)" grep -q "eval.checkpoint.*keep_checkpoints" noavg.txt
+"$intrus" checkpoint average run/best.ckpt > out.txt 2>&1
+expect "average without -o is a usage error" test $? -eq 2
+sed 's/d_model = 32;/d_model = 16;/' tiny.cfg > narrow.cfg
+"$intrus" train -q narrow.cfg -o narrow -n 1 > narrow.txt 2>&1
+"$intrus" checkpoint average run/best.ckpt narrow/checkpoint.ckpt -o mixed.ckpt > out.txt 2>&1
+rc=$?
+expect "checkpoints of two models are refused, naming the file: exit $rc, $(cat out.txt)" \
+  test $rc -eq 5 -a ! -e mixed.ckpt && grep -q "narrow/checkpoint.ckpt" out.txt
+
 # ---- errors ---------------------------------------------------------------------------------
 "$intrus" checkpoint > out.txt 2>&1
 expect "no subcommand is a usage error" test $? -eq 2

@@ -1,8 +1,9 @@
-/* `intrus checkpoint`: what a checkpoint file holds, and a copy of it without the
- * optimizer state, the size to keep or share a trained model (a third of the bytes)
- * that decodes, distils and warm-starts exactly as the original. */
+/* `intrus checkpoint`: what a checkpoint file holds, a copy of it without the optimizer
+ * state, the size to keep or share a trained model (a third of the bytes) that decodes,
+ * distils and warm-starts exactly as the original, and the average of several. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -12,6 +13,7 @@
 static const char checkpoint_usage[] =
     "Usage: intrus checkpoint info FILE\n"
     "       intrus checkpoint strip FILE -o OUT\n"
+    "       intrus checkpoint average FILE... -o OUT\n"
     "\n"
     "info: the model configuration's fingerprint, the content fingerprint (the file's\n"
     "checksum: what a warm start and a distillation record), the parameters (tensors and\n"
@@ -24,8 +26,15 @@ static const char checkpoint_usage[] =
     "content fingerprint differs from FILE's. A run's best.ckpt is written stripped\n"
     "already; its checkpoint.ckpt keeps the moments for resuming.\n"
     "\n"
+    "average: writes OUT, the element-wise mean of the parameters of the FILEs\n"
+    "(checkpoints of one model: the same configuration fingerprint, parameters and\n"
+    "shapes), with the last FILE's integers and without moments, and a record\n"
+    "averaged = the number of FILEs. E.g. the snapshots a run keeps with\n"
+    "train.keep_checkpoints (RUN_DIR/snapshots/), which eval.checkpoint = \"average\"\n"
+    "averages itself.\n"
+    "\n"
     "Options:\n"
-    "  -o, --out OUT   where strip writes\n"
+    "  -o, --out OUT   where strip and average write\n"
     "  -h, --help      this help\n"
     "\n"
     "Exit status: 0 success, 2 usage error, 5 a file that cannot be read or written.\n";
@@ -84,45 +93,69 @@ static int info(const char *path) {
   return INTRUS_EXIT_OK;
 }
 
+static int run_subcommand(const char *sub, const char **files, int nfiles, const char *out) {
+  struct intrus_error err = {0};
+  if (!strcmp(sub, "average")) {
+    if (!nfiles) return usage_error("average needs at least one checkpoint FILE");
+    if (!out) return usage_error("average needs -o OUT");
+    if (intrus_ckpt_average(files, nfiles, out, &err)) return fail(&err);
+    printf("%s: the mean of %d checkpoint%s' parameters\n", out, nfiles,
+           nfiles == 1 ? "" : "s");
+    return INTRUS_EXIT_OK;
+  }
+  if (strcmp(sub, "info") && strcmp(sub, "strip")) {
+    fprintf(stderr, "intrus checkpoint: unknown subcommand '%s'\n", sub);
+    return usage_error("expected info, strip or average");
+  }
+  if (!nfiles) return usage_error("expected a checkpoint FILE");
+  if (nfiles > 1) return usage_error("expected one FILE");
+  if (!strcmp(sub, "info")) {
+    if (out) return usage_error("info takes no -o");
+    return info(files[0]);
+  }
+  if (!out) return usage_error("strip needs -o OUT");
+  size_t dropped = 0;
+  if (intrus_ckpt_strip_moments(files[0], out, &dropped, &err)) return fail(&err);
+  printf("%s: %s without Adam's moments (%zu records left out)\n", out, files[0], dropped);
+  return INTRUS_EXIT_OK;
+}
+
 int intrus_cmd_checkpoint(int argc, char **argv) {
-  if (argc < 2) return usage_error("expected info or strip");
+  if (argc < 2) return usage_error("expected info, strip or average");
   const char *sub = argv[1];
   if (!strcmp(sub, "-h") || !strcmp(sub, "--help")) {
     fputs(checkpoint_usage, stdout);
     return INTRUS_EXIT_OK;
   }
-  const char *file = NULL, *out = NULL;
+  const char *out = NULL;
+  const char **files = calloc((size_t)argc, sizeof *files);
+  int nfiles = 0;
+  if (!files) {
+    fprintf(stderr, "intrus checkpoint: out of memory\n");
+    return INTRUS_EXIT_FAILURE;
+  }
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       fputs(checkpoint_usage, stdout);
+      free(files);
       return INTRUS_EXIT_OK;
     } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out")) {
-      if (++i == argc) return usage_error("-o wants a file");
+      if (++i == argc) {
+        free(files);
+        return usage_error("-o wants a file");
+      }
       out = argv[i];
     } else if (!strncmp(argv[i], "--out=", 6)) {
       out = argv[i] + 6;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       fprintf(stderr, "intrus checkpoint: unknown option '%s'\n", argv[i]);
+      free(files);
       return usage_error("see the options below");
-    } else if (file) {
-      return usage_error("expected one FILE");
     } else {
-      file = argv[i];
+      files[nfiles++] = argv[i];
     }
   }
-  if (!file) return usage_error("expected a checkpoint FILE");
-  if (!strcmp(sub, "info")) {
-    if (out) return usage_error("info takes no -o");
-    return info(file);
-  }
-  if (strcmp(sub, "strip")) {
-    fprintf(stderr, "intrus checkpoint: unknown subcommand '%s'\n", sub);
-    return usage_error("expected info or strip");
-  }
-  if (!out) return usage_error("strip needs -o OUT");
-  struct intrus_error err = {0};
-  size_t dropped = 0;
-  if (intrus_ckpt_strip_moments(file, out, &dropped, &err)) return fail(&err);
-  printf("%s: %s without Adam's moments (%zu records left out)\n", out, file, dropped);
-  return INTRUS_EXIT_OK;
+  int rc = run_subcommand(sub, files, nfiles, out);
+  free(files);
+  return rc;
 }

@@ -15,6 +15,8 @@
 #include "eval/score.h"
 #include "search/translate.h"
 #include "base/clock.h"
+#include "intrus/checkpoint.h"
+#include "train/run_snapshots.h"
 
 static const char decode_usage[] =
     "Usage: intrus decode EXPERIMENT.cfg [options]\n"
@@ -234,6 +236,38 @@ enum intrus_status cli_check_writable(const char *path, struct intrus_error *err
   return INTRUS_OK;
 }
 
+/* eval.checkpoint = "average": RUN_DIR/average.ckpt, the mean of the snapshots in
+ * RUN_DIR/snapshots (the last train.keep_checkpoints checkpoint steps), written anew
+ * each time so that it is always the mean of what the folder holds. */
+static enum intrus_status average_snapshots(const char *run_dir, const char *out,
+                                            FILE *progress, struct intrus_error *err) {
+  long *steps;
+  long n = run_snapshots_list(run_dir, &steps);
+  if (n < 0) return intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  if (n == 0)
+    return intrus_error_set(err, INTRUS_ERR_IO,
+                            "%s/snapshots: no snapshots to average for eval.checkpoint = "
+                            "\"average\" (train.keep_checkpoints writes them as it trains)",
+                            run_dir);
+  char **paths = calloc((size_t)n, sizeof *paths);
+  enum intrus_status st = paths ? INTRUS_OK : intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  for (long i = 0; i < n && !st; i++) {
+    if (!(paths[i] = malloc(4300))) {
+      st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+      break;
+    }
+    run_snapshot_path(paths[i], 4300, run_dir, steps[i]);
+  }
+  if (!st) st = intrus_ckpt_average((const char *const *)paths, (int)n, out, err);
+  if (!st && progress)
+    fprintf(progress, "averaged %ld snapshot%s (steps %ld-%ld) into %s\n", n, n == 1 ? "" : "s",
+            steps[0], steps[n - 1], out);
+  for (long i = 0; paths && i < n; i++) free(paths[i]);
+  free(paths);
+  free(steps);
+  return st;
+}
+
 enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_dir,
                                    const struct intrus_plugin_search *search, FILE *progress,
                                    struct run_scores *rs, struct intrus_error *err) {
@@ -249,8 +283,9 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
   struct intrus_ins_hyp *traj = NULL; /* each output's order: RUN_DIR/test.order.tsv */
   enum intrus_status st;
   memset(rs, 0, sizeof *rs);
-  /* eval.checkpoint: the last checkpoint (default) or the best by validation. */
-  static const char *const test_ckpts[] = {"last", "best", NULL};
+  /* eval.checkpoint: the last checkpoint (default), the best by validation, or the
+   * average of the snapshots train.keep_checkpoints kept. */
+  static const char *const test_ckpts[] = {"last", "best", "average", NULL};
   int which = 0;
   if ((st = intrus_cfg_group(intrus_config_root(cfg), "eval", &eval, err)) ||
       (eval && (st = intrus_cfg_group(eval, "bleu", &bleu, err))) ||
@@ -258,15 +293,17 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
       (eval && (st = intrus_cfg_choice(eval, "checkpoint", "last", test_ckpts, &which, err))) ||
       (eval && (st = intrus_cfg_check_unknown(eval, err))))
     goto done;
-  snprintf(ckpt, sizeof ckpt, "%s/%s", run_dir, which ? "best.ckpt" : "checkpoint.ckpt");
-  if (which && access(ckpt, R_OK) != 0) {
+  static const char *const ckpt_files[] = {"checkpoint.ckpt", "best.ckpt", "average.ckpt"};
+  snprintf(ckpt, sizeof ckpt, "%s/%s", run_dir, ckpt_files[which]);
+  if (which == 2 && (st = average_snapshots(run_dir, ckpt, progress, err))) goto done;
+  if (which == 1 && access(ckpt, R_OK) != 0) {
     st = intrus_error_set(err, INTRUS_ERR_IO,
                           "%s: eval.checkpoint = \"best\", but training wrote no best.ckpt "
                           "(it needs at least one validation: train.valid_every)",
                           ckpt);
     goto done;
   }
-  snprintf(rs->checkpoint, sizeof rs->checkpoint, "%s", which ? "best.ckpt" : "checkpoint.ckpt");
+  snprintf(rs->checkpoint, sizeof rs->checkpoint, "%s", ckpt_files[which]);
   if ((st = translator_open(cfg, run_dir, ckpt, search, &t, err)) ||
       (st = translator_set_beam(&t, 0, NULL, err)))
     goto done;

@@ -104,6 +104,7 @@ static const struct setting_doc experiment_settings[] = {
     {"train.log_every", "steps between lines of train.log and of progress"},
     {"train.valid_every", "steps between validations (loss; BLEU as valid_bleu_every says)"},
     {"train.checkpoint_every", "steps between writes of checkpoint.ckpt"},
+    {"train.keep_checkpoints", "how many snapshots of the last checkpoint steps to keep in RUN_DIR/snapshots (parameters only, one per train.checkpoint_every steps and the last step), for eval.checkpoint = \"average\"; 0: none"},
     {"train.valid_bleu", "validation sentences decoded for BLEU, from the first (0: no validation BLEU)"},
     {"train.valid_bleu_every", "steps between validation BLEU decodes (a multiple of valid_every)", "train.valid_every"},
     {"train.valid_beam", "beam of the validation BLEU decodes (0: search.beam)"},
@@ -138,7 +139,7 @@ static const struct setting_doc experiment_settings[] = {
     {"search.finish_in_beam", "insertion search: finishing only when as good as the worst kept child (the reference code's eos_in_beam)"},
     {"search.max_src_len", "longer input lines are decoded from their first max_src_len subword tokens, with a warning"},
 
-    {"eval.checkpoint", "the checkpoint that decodes the test set: \"last\" (checkpoint.ckpt) or \"best\" (best.ckpt)"},
+    {"eval.checkpoint", "the checkpoint that decodes the test set: \"last\" (checkpoint.ckpt), \"best\" (best.ckpt) or \"average\" (average.ckpt, the mean of the snapshots train.keep_checkpoints kept; written before the test decode)"},
     {"eval.bleu", "settings of the BLEU evaluator (sacreBLEU 2.3.1's)"},
     {"eval.cider", "settings of the CIDEr-D evaluator (image captions; docs/cider.md)"},
     {"eval.bleu.tokenize", "tokenizer before counting n-grams: sacreBLEU's \"13a\", \"char\" (per character), or \"none\""},

@@ -11,6 +11,8 @@
 #include "intrus/train.h"
 #include "base/clock.h"
 #include "dist/dist.h"
+#include "run_dir.h"
+#include "run_snapshots.h"
 #include "train_internal.h"
 
 /* After a step of a phased run: updates the phase's plateau count with the validation
@@ -313,6 +315,19 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
     st = train_save_checkpoint(t->best_path, t->fp, false, t->model, step,
                                t->res->last_loss, t->best, t->data.vocab_fingerprint, &t->ps,
                                train_s, t->has_init_source ? &t->init_source : NULL, err);
+  /* The snapshot before the checkpoint: a run killed between the two resumes from the
+   * checkpoint before and writes the same snapshot again (run_snapshots_prune). */
+  if (lead && !st && tc->keep_checkpoints &&
+      (step % tc->checkpoint_every == 0 || step == t->stop)) {
+    char dir[4200], path[4300];
+    snprintf(dir, sizeof dir, "%s/snapshots", t->opt->run_dir);
+    run_snapshot_path(path, sizeof path, t->opt->run_dir, step);
+    if (!(st = run_dir_make(dir, err)))
+      st = train_save_checkpoint(path, t->fp, false, t->model, step, t->res->last_loss, t->best,
+                                 t->data.vocab_fingerprint, &t->ps, train_s,
+                                 t->has_init_source ? &t->init_source : NULL, err);
+    if (!st) st = run_snapshots_prune(t->opt->run_dir, step, tc->keep_checkpoints, err);
+  }
   if (lead && !st && (step % tc->checkpoint_every == 0 || step == t->stop))
     st = train_save_checkpoint(t->ckpt_path, t->fp, true, t->model, step,
                                t->res->last_loss, t->best, t->data.vocab_fingerprint, &t->ps,

@@ -29,7 +29,7 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
                                      struct intrus_error *err) {
   const intrus_cfg *g;
   long long steps, batch, batch_tokens, valid_bleu, warmup, log_every, valid_every, ckpt_every;
-  long long bleu_every, valid_beam, micro_tokens;
+  long long bleu_every, valid_beam, micro_tokens, keep_ckpts;
   double lr, clip, smoothing, beta1, beta2;
   enum intrus_status st;
   if ((st = intrus_cfg_group_req(root, "train", &g, err))) return st;
@@ -55,6 +55,7 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
       (st = intrus_cfg_int_range(g, "log_every", 100, 1, 1LL << 40, &log_every, err)) ||
       (st = intrus_cfg_int_range(g, "valid_every", 1000, 1, 1LL << 40, &valid_every, err)) ||
       (st = intrus_cfg_int_range(g, "checkpoint_every", 1000, 1, 1LL << 40, &ckpt_every, err)) ||
+      (st = intrus_cfg_int_range(g, "keep_checkpoints", 0, 0, 1000, &keep_ckpts, err)) ||
       (st = intrus_cfg_int_range(g, "valid_bleu", 200, 0, 1 << 20, &valid_bleu, err)) ||
       (st = intrus_cfg_int_range(g, "valid_bleu_every", valid_every, 1, 1LL << 40, &bleu_every,
                                  err)) ||
@@ -75,6 +76,7 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
   t->log_every = log_every;
   t->valid_every = valid_every;
   t->checkpoint_every = ckpt_every;
+  t->keep_checkpoints = keep_ckpts;
   t->label_smoothing = (float)smoothing;
   t->adam = intrus_adam_defaults();
   t->adam.base_lr = (float)lr;
@@ -137,7 +139,7 @@ enum intrus_status trainer_setup(struct trainer *t, struct intrus_config *cfg,
   for (int i = 0; i < t->ph.count; i++) t->ph.phase[i].spec.label_smoothing = t->tc.label_smoothing;
   /* eval.checkpoint is intrus run's (which checkpoint decodes the test set); read here
    * too so that a bad value is refused before training rather than after it. */
-  static const char *const test_ckpts[] = {"last", "best", NULL};
+  static const char *const test_ckpts[] = {"last", "best", "average", NULL};
   int test_ckpt;
   const intrus_cfg *cider_cfg;
   if ((st = intrus_cfg_group(root, "eval", &eval_cfg, err)) ||
@@ -148,6 +150,10 @@ enum intrus_status trainer_setup(struct trainer *t, struct intrus_config *cfg,
       (eval_cfg && (st = intrus_cfg_check_unknown(eval_cfg, err))) ||
       (st = intrus_cfg_check_unknown(root, err)))
     return st;
+  if (test_ckpt == 2 && t->tc.keep_checkpoints < 1)
+    return intrus_cfg_error(eval_cfg, "checkpoint", err,
+                            "\"average\" averages the snapshots train.keep_checkpoints keeps; "
+                            "set it (e.g. 5: the last 5 checkpoint steps)");
   static const char *const fp_paths[] = {"data", "model"};
   t->fp = intrus_config_fingerprint(cfg, fp_paths, 2);
   t->params = intrus_model_params(t->model);

@@ -75,6 +75,15 @@ bool intrus_ckpt_is_moment(const char *name);
 enum intrus_status intrus_ckpt_strip_moments(const char *in_path, const char *out_path,
                                              size_t *dropped, struct intrus_error *err);
 
+/* Writes out_path (temporary file, fsync, rename), the element-wise mean of the "param/"
+ * tensors of the n checkpoints at paths (summed in double), which must share the model
+ * configuration fingerprint and hold the same parameters of the same shapes (else
+ * INTRUS_ERR_FORMAT naming the file and the record); the integers and other tensors are
+ * the last checkpoint's, Adam's moments are left out, and a record "averaged" = n is
+ * added. out_path may be one of paths. */
+enum intrus_status intrus_ckpt_average(const char *const *paths, int n, const char *out_path,
+                                       struct intrus_error *err);
+
 /* Every parameter as "param/<name>", and with moments also "adam_m/<name>" and
  * "adam_v/<name>". */
 enum intrus_status intrus_ckpt_put_params(struct intrus_ckpt_writer *w,
