@@ -98,6 +98,10 @@ expect "and keeps the same steps: $(ls avg2/snapshots | tr '\n' ' ')" \
 "$intrus" checkpoint average avg2/snapshots/*.ckpt -o avg2.ckpt > /dev/null 2>&1 &&
   "$intrus" decode -q avg.cfg -o avg -c avg2.ckpt -i data/test.en -O avg2.hyp
 expect "whose average decodes as the uninterrupted run's" cmp -s avg2.hyp avg/test.hyp
+sed 's/keep_checkpoints = 3;/keep_checkpoints = 2; snapshot_every = 25;/' avg.cfg > every.cfg
+"$intrus" train -q every.cfg -o every > every.txt 2>&1
+expect "snapshot_every 25, 2 kept, 60 steps: steps 50 and 60 ($(ls every/snapshots | tr '\n' ' '))" \
+  test "$(ls every/snapshots | tr '\n' ' ')" = "step-0000000050.ckpt step-0000000060.ckpt "
 sed -e '$a eval: { checkpoint = "average"; };' tiny.cfg > noavg.cfg
 "$intrus" train -q noavg.cfg -o noavg > noavg.txt 2>&1
 rc=$?

@@ -316,9 +316,11 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
                                t->res->last_loss, t->best, t->data.vocab_fingerprint, &t->ps,
                                train_s, t->has_init_source ? &t->init_source : NULL, err);
   /* The snapshot before the checkpoint: a run killed between the two resumes from the
-   * checkpoint before and writes the same snapshot again (run_snapshots_prune). */
+   * checkpoint before and writes the same snapshot again (run_snapshots_prune). A run
+   * killed between snapshot steps resumes from a checkpoint after the last snapshot
+   * and goes on to the next, so the snapshots are the same as without the kill. */
   if (lead && !st && tc->keep_checkpoints &&
-      (step % tc->checkpoint_every == 0 || step == t->stop)) {
+      (step % tc->snapshot_every == 0 || step == t->stop)) {
     char dir[4200], path[4300];
     snprintf(dir, sizeof dir, "%s/snapshots", t->opt->run_dir);
     run_snapshot_path(path, sizeof path, t->opt->run_dir, step);

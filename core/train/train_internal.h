@@ -23,7 +23,8 @@
 struct train_cfg {
   long steps, log_every, valid_every, checkpoint_every, batch_tokens, valid_bleu;
   long bleu_every;  /* steps between validation BLEU decodes (a multiple of valid_every) */
-  long keep_checkpoints; /* snapshots kept of the last checkpoint steps (0: none) */
+  long keep_checkpoints; /* snapshots kept of the last snapshot steps (0: none) */
+  long snapshot_every;   /* steps between snapshots (default: checkpoint_every) */
   int valid_beam;   /* beam of the validation decodes (0: the search group's) */
   int batch;
   long micro_tokens; /* micro_batch_tokens: a step's batch in pieces of at most this (0: whole) */

@@ -29,7 +29,7 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
                                      struct intrus_error *err) {
   const intrus_cfg *g;
   long long steps, batch, batch_tokens, valid_bleu, warmup, log_every, valid_every, ckpt_every;
-  long long bleu_every, valid_beam, micro_tokens, keep_ckpts;
+  long long bleu_every, valid_beam, micro_tokens, keep_ckpts, snapshot_every;
   double lr, clip, smoothing, beta1, beta2;
   enum intrus_status st;
   if ((st = intrus_cfg_group_req(root, "train", &g, err))) return st;
@@ -56,6 +56,8 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
       (st = intrus_cfg_int_range(g, "valid_every", 1000, 1, 1LL << 40, &valid_every, err)) ||
       (st = intrus_cfg_int_range(g, "checkpoint_every", 1000, 1, 1LL << 40, &ckpt_every, err)) ||
       (st = intrus_cfg_int_range(g, "keep_checkpoints", 0, 0, 1000, &keep_ckpts, err)) ||
+      (st = intrus_cfg_int_range(g, "snapshot_every", ckpt_every, 1, 1LL << 40, &snapshot_every,
+                                 err)) ||
       (st = intrus_cfg_int_range(g, "valid_bleu", 200, 0, 1 << 20, &valid_bleu, err)) ||
       (st = intrus_cfg_int_range(g, "valid_bleu_every", valid_every, 1, 1LL << 40, &bleu_every,
                                  err)) ||
@@ -77,6 +79,7 @@ static enum intrus_status read_train(const intrus_cfg *root, struct train_cfg *t
   t->valid_every = valid_every;
   t->checkpoint_every = ckpt_every;
   t->keep_checkpoints = keep_ckpts;
+  t->snapshot_every = snapshot_every;
   t->label_smoothing = (float)smoothing;
   t->adam = intrus_adam_defaults();
   t->adam.base_lr = (float)lr;
