@@ -102,6 +102,13 @@ sed 's/keep_checkpoints = 3;/keep_checkpoints = 2; snapshot_every = 25;/' avg.cf
 "$intrus" train -q every.cfg -o every > every.txt 2>&1
 expect "snapshot_every 25, 2 kept, 60 steps: steps 50 and 60 ($(ls every/snapshots | tr '\n' ' '))" \
   test "$(ls every/snapshots | tr '\n' ' ')" = "step-0000000050.ckpt step-0000000060.ckpt "
+# Stopped by -n at 35, between snapshot steps: no snapshot there; resumed, the same
+# three as without the stop (25, 50, 60), not 35, 50, 60.
+sed 's/keep_checkpoints = 2;/keep_checkpoints = 3;/' every.cfg > every3.cfg
+"$intrus" train -q every3.cfg -o every3 -n 35 > every3.txt 2>&1 &&
+  "$intrus" train -q every3.cfg -o every3 > every3.txt 2>&1
+expect "a run stopped by -n between snapshots keeps 25, 50, 60 ($(ls every3/snapshots | tr '\n' ' '))" \
+  test "$(ls every3/snapshots | tr '\n' ' ')" = "step-0000000025.ckpt step-0000000050.ckpt step-0000000060.ckpt "
 sed -e '$a eval: { checkpoint = "average"; };' tiny.cfg > noavg.cfg
 "$intrus" train -q noavg.cfg -o noavg > noavg.txt 2>&1
 rc=$?

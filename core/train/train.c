@@ -318,9 +318,11 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
   /* The snapshot before the checkpoint: a run killed between the two resumes from the
    * checkpoint before and writes the same snapshot again (run_snapshots_prune). A run
    * killed between snapshot steps resumes from a checkpoint after the last snapshot
-   * and goes on to the next, so the snapshots are the same as without the kill. */
+   * and goes on to the next, so the snapshots are the same as without the kill. The
+   * last step is one only where the run ends there, not where -n stops it. */
+  const bool run_ends = t->ph.count ? t->ps.cur >= t->ph.count : step >= tc->steps;
   if (lead && !st && tc->keep_checkpoints &&
-      (step % tc->snapshot_every == 0 || step == t->stop)) {
+      (step % tc->snapshot_every == 0 || (step == t->stop && run_ends))) {
     char dir[4200], path[4300];
     snprintf(dir, sizeof dir, "%s/snapshots", t->opt->run_dir);
     run_snapshot_path(path, sizeof path, t->opt->run_dir, step);
