@@ -38,10 +38,10 @@ static bool results_match(const char *run_dir, uint64_t fp, long *steps) {
 }
 
 /* The checkpoint's step and, for a phased run, the phase it is in and the step that
- * phase began after (0 and 0 without phases), and how its last phase ended (end, may be
- * NULL). false when there is no checkpoint. */
+ * phase began after (0 and 0 without phases), and the records resume_reopen_start reads
+ * (ended, may be NULL). false when there is no checkpoint. */
 bool table_checkpoint_where(const char *run_dir, long *step, int *phase, long *phase_start,
-                            struct table_ckpt_end *end) {
+                            struct resume_state *ended) {
   char path[4500];
   snprintf(path, sizeof path, "%s/checkpoint.ckpt", run_dir);
   if (access(path, R_OK) != 0) return false;
@@ -57,13 +57,13 @@ bool table_checkpoint_where(const char *run_dir, long *step, int *phase, long *p
     *phase = 0;
     *phase_start = 0;
   }
-  if (end) {
-    uint64_t es = 0, pl = 0, ss = 0;
-    end->recorded = intrus_ckpt_u64(c, "ended_start", &es) &&
-                    intrus_ckpt_u64(c, "ended_plateau", &pl);
-    end->plateau = end->recorded && pl != 0;
-    end->start = end->recorded ? (long)es : -1;
-    end->sched_start = intrus_ckpt_u64(c, "sched_start", &ss) ? (long)ss : -1;
+  if (ended) {
+    memset(ended, 0, sizeof *ended);
+    ended->step = v;
+    ended->has_ended = intrus_ckpt_u64(c, "ended_start", &ended->ended_start) &&
+                       intrus_ckpt_u64(c, "ended_plateau", &ended->ended_plateau);
+    /* Without the record no schedule restart is known: as if at the step itself. */
+    if (!intrus_ckpt_u64(c, "sched_start", &ended->sched_start)) ended->sched_start = v;
   }
   intrus_ckpt_free(c);
   *step = (long)v;
@@ -103,16 +103,14 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   cs->nphases = table_read_phases(cfg, steps, cs->phase_factor);
   cs->total_steps = 0;
   for (int p = 0; p < cs->nphases; p++) cs->total_steps += steps[p];
-  struct table_ckpt_end end;
-  bool have_ckpt = table_checkpoint_where(cs->run_dir, &cs->step, &cur, &start, &end);
+  struct resume_state ended;
+  bool have_ckpt = table_checkpoint_where(cs->run_dir, &cs->step, &cur, &start, &ended);
   if (!have_ckpt) cs->step = 0;
   if (have_ckpt && cs->nphases > 0 && cur == cs->nphases) {
     /* Past its last phase: the trainer reopens that phase when the config now gives it
-     * more steps (reopen_last_phase in core/train/train_checkpoint.c, the same rule). */
-    long s0 = end.recorded ? (end.plateau ? -1 : end.start)
-              : table_last_phase_restarts(cfg) && end.sched_start < cs->step ? end.sched_start
-                                                                            : -1;
-    if (s0 >= 0 && cs->step - s0 < steps[cs->nphases - 1]) {
+     * more steps (resume_reopen_start, the rule it follows). */
+    long s0 = resume_reopen_start(&ended, steps[cs->nphases - 1], table_last_phase_restarts(cfg));
+    if (s0 >= 0) {
       cur = cs->nphases - 1;
       start = s0;
     }

@@ -10,21 +10,14 @@
 
 #include "intrus/config.h"
 #include "table_run.h"
-
-/* How a finished run's last phase ended, as its checkpoint records it (trainer_resume
- * reopens that phase when the config now gives it more steps and its steps ended it). */
-struct table_ckpt_end {
-  bool recorded;   /* the ended_* records are there (checkpoints from 2026-12-06 on) */
-  bool plateau;    /* validation ended the last phase: the run stays finished */
-  long start;      /* the step the last phase began after (recorded) */
-  long sched_start; /* older checkpoints: where the schedule last restarted, -1 if unknown */
-};
+#include "train/train_resume.h"
 
 /* table_run.c: the checkpoint's step and, for a phased run, its phase and the step that
- * phase began after (0 and 0 without phases), and how its last phase ended when end is
- * not NULL; false when there is no checkpoint. */
+ * phase began after (0 and 0 without phases); when ended is not NULL, also the records
+ * resume_reopen_start reads (the rest of *ended is zero); false when there is no
+ * checkpoint. */
 bool table_checkpoint_where(const char *run_dir, long *step, int *phase, long *phase_start,
-                            struct table_ckpt_end *end);
+                            struct resume_state *ended);
 
 /* table_estimate.c: the experiment's phases, each one's steps and cost factor (a run
  * without train.phases is one phase); returns how many. */

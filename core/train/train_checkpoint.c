@@ -42,19 +42,10 @@ static enum intrus_status put_phase_state(struct intrus_ckpt_writer *w,
  * they continue with the plateau count at 0 and the run's best score as the phase's. */
 static void reopen_last_phase(struct trainer *t, const struct resume_state *rs) {
   const struct train_phase *last = &t->ph.phase[t->ph.count - 1];
-  long start, stale = 0;
-  double best = t->best;
-  if (rs->has_ended) {
-    if (rs->ended_plateau) return;
-    start = (long)rs->ended_start;
-    stale = (long)rs->ended_stale;
-    best = rs->ended_best;
-  } else if (last->restart_optimizer && rs->sched_start < rs->step) {
-    start = (long)rs->sched_start;
-  } else {
-    return;
-  }
-  if (t->step - start >= last->steps) return;
+  const long start = resume_reopen_start(rs, last->steps, last->restart_optimizer);
+  if (start < 0) return;
+  long stale = rs->has_ended ? (long)rs->ended_stale : 0;
+  const double best = rs->has_ended ? rs->ended_best : t->best;
   if (stale >= last->patience) stale = last->patience - 1;
   t->ps.cur = t->ph.count - 1;
   t->ps.start = start;

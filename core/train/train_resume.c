@@ -103,3 +103,16 @@ enum intrus_status resume_state_read(const struct intrus_ckpt *ck, const char *p
                             (unsigned long long)step, why);
   return INTRUS_OK;
 }
+
+long resume_reopen_start(const struct resume_state *rs, long last_steps, bool last_restarts) {
+  long start;
+  if (rs->has_ended) {
+    if (rs->ended_plateau) return -1;
+    start = (long)rs->ended_start;
+  } else if (last_restarts && rs->sched_start < rs->step) {
+    start = (long)rs->sched_start;
+  } else {
+    return -1;
+  }
+  return (long)rs->step - start < last_steps ? start : -1;
+}

@@ -41,4 +41,14 @@ enum intrus_status resume_state_read(const struct intrus_ckpt *ck, const char *p
                                      const struct resume_limits *lim, struct resume_state *rs,
                                      struct intrus_error *err);
 
+/* Where a run whose checkpoint is past its last phase continues that phase, now that the
+ * config gives it last_steps steps (last_restarts: whether it restarts the optimizer):
+ * the step the phase began after, or -1 when the run stays finished: validation ended
+ * the phase, it has no steps left, or the checkpoint is from before the ended_* records
+ * and does not say where the phase began (only sched_start does, where the last phase
+ * restarted the schedule). Reads rs->step, has_ended, ended_plateau, ended_start and
+ * sched_start. The trainer (trainer_resume) and intrus table's time estimate both
+ * follow it. */
+long resume_reopen_start(const struct resume_state *rs, long last_steps, bool last_restarts);
+
 #endif
