@@ -3,7 +3,6 @@
  * distils and warm-starts exactly as the original, and the average of several. */
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -127,35 +126,24 @@ int intrus_cmd_checkpoint(int argc, char **argv) {
     fputs(checkpoint_usage, stdout);
     return INTRUS_EXIT_OK;
   }
-  const char *out = NULL;
-  const char **files = calloc((size_t)argc, sizeof *files);
+  /* The FILEs are gathered in place at argv[2..]: each goes no later than where it was. */
+  const char *out = NULL, **files = (const char **)argv + 2;
   int nfiles = 0;
-  if (!files) {
-    fprintf(stderr, "intrus checkpoint: out of memory\n");
-    return INTRUS_EXIT_FAILURE;
-  }
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       fputs(checkpoint_usage, stdout);
-      free(files);
       return INTRUS_EXIT_OK;
     } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out")) {
-      if (++i == argc) {
-        free(files);
-        return usage_error("-o wants a file");
-      }
+      if (++i == argc) return usage_error("-o wants a file");
       out = argv[i];
     } else if (!strncmp(argv[i], "--out=", 6)) {
       out = argv[i] + 6;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       fprintf(stderr, "intrus checkpoint: unknown option '%s'\n", argv[i]);
-      free(files);
       return usage_error("see the options below");
     } else {
       files[nfiles++] = argv[i];
     }
   }
-  int rc = run_subcommand(sub, files, nfiles, out);
-  free(files);
-  return rc;
+  return run_subcommand(sub, files, nfiles, out);
 }

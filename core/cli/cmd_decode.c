@@ -237,7 +237,7 @@ enum intrus_status cli_check_writable(const char *path, struct intrus_error *err
 }
 
 /* eval.checkpoint = "average": RUN_DIR/average.ckpt, the mean of the snapshots in
- * RUN_DIR/snapshots (the last train.keep_checkpoints checkpoint steps), written anew
+ * RUN_DIR/snapshots (the last train.keep_checkpoints snapshot steps), written anew
  * each time so that it is always the mean of what the folder holds. */
 static enum intrus_status average_snapshots(const char *run_dir, const char *out,
                                             FILE *progress, struct intrus_error *err) {
@@ -249,20 +249,19 @@ static enum intrus_status average_snapshots(const char *run_dir, const char *out
                             "%s/snapshots: no snapshots to average for eval.checkpoint = "
                             "\"average\" (train.keep_checkpoints writes them as it trains)",
                             run_dir);
-  char **paths = calloc((size_t)n, sizeof *paths);
-  enum intrus_status st = paths ? INTRUS_OK : intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
+  char(*names)[4300] = malloc((size_t)n * sizeof *names);
+  const char **paths = malloc((size_t)n * sizeof *paths);
+  enum intrus_status st = names && paths ? INTRUS_OK
+                                         : intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
   for (long i = 0; i < n && !st; i++) {
-    if (!(paths[i] = malloc(4300))) {
-      st = intrus_error_set(err, INTRUS_ERR_NOMEM, "out of memory");
-      break;
-    }
-    run_snapshot_path(paths[i], 4300, run_dir, steps[i]);
+    run_snapshot_path(names[i], sizeof names[i], run_dir, steps[i]);
+    paths[i] = names[i];
   }
-  if (!st) st = intrus_ckpt_average((const char *const *)paths, (int)n, out, err);
+  if (!st) st = intrus_ckpt_average(paths, (int)n, out, err);
   if (!st && progress)
     fprintf(progress, "averaged %ld snapshot%s (steps %ld-%ld) into %s\n", n, n == 1 ? "" : "s",
             steps[0], steps[n - 1], out);
-  for (long i = 0; paths && i < n; i++) free(paths[i]);
+  free(names);
   free(paths);
   free(steps);
   return st;

@@ -1,4 +1,4 @@
-/* The snapshots a run keeps of its last checkpoint steps (train.keep_checkpoints), which
+/* The snapshots a run keeps of its last snapshot steps (train.keep_checkpoints), which
  * eval.checkpoint = "average" averages for the test decode (intrus_ckpt_average). They
  * are named by step, so that what is kept is decided by the steps alone: a run killed
  * and resumed keeps the same ones as an uninterrupted run. */

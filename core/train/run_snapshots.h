@@ -1,6 +1,6 @@
 /* A run's kept snapshots (train.keep_checkpoints; run_snapshots.c): RUN_DIR/snapshots/
  * step-NNNNNNNNNN.ckpt, the parameters without Adam's moments at each of the last
- * checkpoint steps, for eval.checkpoint = "average". */
+ * train.snapshot_every steps, for eval.checkpoint = "average". */
 #ifndef INTRUS_RUN_SNAPSHOTS_H
 #define INTRUS_RUN_SNAPSHOTS_H
 

@@ -254,6 +254,16 @@ static void trainer_log(struct trainer *t, bool validated, double vloss, double 
   t->loss_sum = 0.0;
 }
 
+/* The run's state at step into path (best.ckpt, a snapshot, or with Adam's moments
+ * checkpoint.ckpt). */
+static enum intrus_status save_run_checkpoint(const struct trainer *t, const char *path,
+                                              bool with_moments, long step, double train_s,
+                                              struct intrus_error *err) {
+  return train_save_checkpoint(path, t->fp, with_moments, t->model, step, t->res->last_loss,
+                               t->best, t->data.vocab_fingerprint, &t->ps, train_s,
+                               t->has_init_source ? &t->init_source : NULL, err);
+}
+
 /* What follows a step: validation when due (loss, and BLEU when due), the log row, the
  * phase schedule, and the checkpoints (best.ckpt on a new best score). */
 static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_error *err) {
@@ -312,9 +322,7 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
   /* Checkpoints: rank 0 writes them; the others learn whether it could. */
   st = INTRUS_OK;
   if (lead && new_best)
-    st = train_save_checkpoint(t->best_path, t->fp, false, t->model, step,
-                               t->res->last_loss, t->best, t->data.vocab_fingerprint, &t->ps,
-                               train_s, t->has_init_source ? &t->init_source : NULL, err);
+    st = save_run_checkpoint(t, t->best_path, false, step, train_s, err);
   /* The snapshot before the checkpoint: a run killed between the two resumes from the
    * checkpoint before and writes the same snapshot again (run_snapshots_prune). A run
    * killed between snapshot steps resumes from a checkpoint after the last snapshot
@@ -327,15 +335,11 @@ static enum intrus_status trainer_after_step(struct trainer *t, struct intrus_er
     snprintf(dir, sizeof dir, "%s/snapshots", t->opt->run_dir);
     run_snapshot_path(path, sizeof path, t->opt->run_dir, step);
     if (!(st = run_dir_make(dir, err)))
-      st = train_save_checkpoint(path, t->fp, false, t->model, step, t->res->last_loss, t->best,
-                                 t->data.vocab_fingerprint, &t->ps, train_s,
-                                 t->has_init_source ? &t->init_source : NULL, err);
+      st = save_run_checkpoint(t, path, false, step, train_s, err);
     if (!st) st = run_snapshots_prune(t->opt->run_dir, step, tc->keep_checkpoints, err);
   }
   if (lead && !st && (step % tc->checkpoint_every == 0 || step == t->stop))
-    st = train_save_checkpoint(t->ckpt_path, t->fp, true, t->model, step,
-                               t->res->last_loss, t->best, t->data.vocab_fingerprint, &t->ps,
-                               train_s, t->has_init_source ? &t->init_source : NULL, err);
+    st = save_run_checkpoint(t, t->ckpt_path, true, step, train_s, err);
   return dist_agree(st, err);
 }
 

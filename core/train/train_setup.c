@@ -156,7 +156,8 @@ enum intrus_status trainer_setup(struct trainer *t, struct intrus_config *cfg,
   if (test_ckpt == 2 && t->tc.keep_checkpoints < 1)
     return intrus_cfg_error(eval_cfg, "checkpoint", err,
                             "\"average\" averages the snapshots train.keep_checkpoints keeps; "
-                            "set it (e.g. 5: the last 5 checkpoint steps)");
+                            "set it (e.g. 5: the last 5 snapshots, one every "
+                            "train.snapshot_every steps)");
   static const char *const fp_paths[] = {"data", "model"};
   t->fp = intrus_config_fingerprint(cfg, fp_paths, 2);
   t->params = intrus_model_params(t->model);
