@@ -78,12 +78,11 @@ for v in "$small" "$max_side"; do
 done
 [ "$max_side" -ge 8 ] || die "--max-side wants at least 8"
 
-for cmd in dpkg-deb tar sha256sum; do
-  command -v "$cmd" >/dev/null || die "$cmd is missing"
-done
-command -v rsvg-convert >/dev/null || die "rsvg-convert is missing (Debian: librsvg2-bin)"
-[ "$offline" = 1 ] || command -v apt-get >/dev/null || die "apt-get is missing (try --offline)"
-find_python "PIL.Image, fontTools.ttLib" "python3 python3-pil python3-fonttools"
+for cmd in dpkg-deb tar sha256sum; do need_cmd "$cmd"; done
+need_cmd rsvg-convert librsvg2-bin
+[ "$offline" = 1 ] || need_cmd apt-get   # (or --offline)
+need_python "PIL.Image, fontTools.ttLib" "python3 python3-pil python3-fonttools"
+check_needs
 
 export LC_ALL=C
 mkdir -p "$work/debs" "$work/tree" "$out"

@@ -84,19 +84,14 @@ done
 read -ra pkg_list <<<"$packages"
 [ "${#pkg_list[@]}" -gt 0 ] || die "--packages is empty"
 
-for cmd in dpkg-deb tar sha256sum gzip latex dvipng timeout; do
-  if ! command -v "$cmd" >/dev/null; then
-    case "$cmd" in
-      latex) die "latex is missing (Debian: texlive-latex-base texlive-latex-recommended texlive-fonts-recommended)" ;;
-      dvipng) die "dvipng is missing (Debian: dvipng)" ;;
-      *) die "$cmd is missing" ;;
-    esac
-  fi
-done
-kpsewhich preview.sty >/dev/null 2>&1 || die "preview.sty is missing (Debian: preview-latex-style)"
-kpsewhich amssymb.sty >/dev/null 2>&1 || die "amssymb.sty is missing (Debian: texlive-base, texlive-latex-recommended)"
-[ "$offline" = 1 ] || command -v apt-get >/dev/null || die "apt-get is missing (try --offline)"
-find_python PIL.Image "python3 python3-pil"
+for cmd in dpkg-deb tar sha256sum gzip timeout; do need_cmd "$cmd"; done
+need_cmd latex "texlive-latex-base texlive-latex-recommended texlive-fonts-recommended"
+need_cmd dvipng dvipng
+need_tex preview.sty preview-latex-style
+need_tex amssymb.sty "texlive-base texlive-latex-recommended"
+[ "$offline" = 1 ] || need_cmd apt-get   # (or --offline)
+need_python PIL.Image "python3 python3-pil"
+check_needs
 
 export LC_ALL=C
 mkdir -p "$work/debs" "$work/tree" "$out"

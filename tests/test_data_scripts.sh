@@ -174,4 +174,42 @@ if [ -f "$src/data/im2latex/train.tex" ]; then
     ok "data/im2latex/train.tex: no empty formula"
 fi
 
+# The builders report every missing requirement in one run, with one install command,
+# before writing anything: a PATH of this machine's commands without the TeX, dvipng and
+# rsvg-convert ones stands for a fresh machine.
+if command -v bash >/dev/null 2>&1; then
+  mkdir "$tmp/bin"
+  for d in /usr/local/bin /usr/bin /bin; do
+    [ -d "$d" ] || continue
+    for f in "$d"/*; do
+      n=${f##*/}
+      case "$n" in latex|dvipng|kpsewhich|rsvg-convert) continue ;; esac
+      [ -e "$tmp/bin/$n" ] || ln -s "$f" "$tmp/bin/$n"
+    done
+  done
+  PATH="$tmp/bin" bash "$src/scripts/build-im2latex-data.sh" --offline --out "$tmp/tex-out" \
+    --work "$tmp/tex-work" >"$tmp/need.out" 2>&1
+  rc=$?
+  [ "$rc" = 1 ] && ok "im2latex builder: exit 1 on missing tools" || bad "im2latex builder: exit $rc on missing tools"
+  for want in "missing: the command latex" "missing: the command dvipng" \
+    "missing: the LaTeX file preview.sty" "missing: the LaTeX file amssymb.sty"; do
+    grep -qF "$want" "$tmp/need.out" && ok "im2latex builder: $want" ||
+      bad "im2latex builder: no '$want' in: $(cat "$tmp/need.out")"
+  done
+  line=$(grep "install with: apt-get install" "$tmp/need.out")
+  case " $line " in
+    *" dvipng "*texlive-latex-base*) ok "im2latex builder: one install line" ;;
+    *) bad "im2latex builder: install line '$line'" ;;
+  esac
+  [ ! -e "$tmp/tex-out" ] && [ ! -e "$tmp/tex-work" ] && ok "im2latex builder: nothing written" ||
+    bad "im2latex builder: wrote folders before failing"
+  PATH="$tmp/bin" bash "$src/scripts/build-caption-data.sh" --offline --out "$tmp/cap-out" \
+    --work "$tmp/cap-work" >"$tmp/need.out" 2>&1
+  rc=$?
+  [ "$rc" = 1 ] && grep -qF "missing: the command rsvg-convert" "$tmp/need.out" &&
+    grep -q "install with: apt-get install.* librsvg2-bin" "$tmp/need.out" &&
+    [ ! -e "$tmp/cap-out" ] && ok "caption builder: rsvg-convert named with its package" ||
+    bad "caption builder: exit $rc, $(cat "$tmp/need.out")"
+fi
+
 finish test_data_scripts

@@ -6,10 +6,19 @@ die() { echo "$me: $*" >&2; exit 1; }
 say() { echo "$me: $*" >&2; }
 need_arg() { [ "$#" -ge 2 ] || die "$1 needs a value (see --help)"; }
 
-# find_python MODULES HINT: sets py to the first of $PYTHON, python3 on PATH and Debian's
-# /usr/bin/python3 that can import MODULES (a comma-separated import list); dies naming
-# the Debian packages in HINT otherwise.
-find_python() {
+# Requirements are gathered, then reported together, so that a fresh machine learns
+# every package it lacks from one run rather than one per run:
+#   need_cmd CMD PKGS; need_tex FILE PKGS; need_python MODULES PKGS; check_needs
+# (PKGS: the Debian packages that provide it; MODULES: a comma-separated import list).
+missing=()
+missing_pkgs=()
+need_missing() { missing+=("$1"); [ -z "$2" ] || missing_pkgs+=($2); }
+need_cmd() { command -v "$1" >/dev/null 2>&1 || need_missing "the command $1" "${2:-}"; }
+need_tex() { kpsewhich "$1" >/dev/null 2>&1 || need_missing "the LaTeX file $1" "$2"; }
+# need_python MODULES PKGS: sets py to the first of $PYTHON, python3 on PATH and Debian's
+# /usr/bin/python3 that can import MODULES (a Python other than Debian's may not see
+# Debian's python3-* modules).
+need_python() {
   py=""
   local c
   for c in "${PYTHON:-}" python3 /usr/bin/python3; do
@@ -19,7 +28,18 @@ find_python() {
       return 0
     fi
   done
-  die "no python3 that imports $1 found (Debian: $2; or set PYTHON)"
+  need_missing "a python3 that imports $1 (or set PYTHON)" "$2"
+}
+# check_needs: dies listing everything missing and one command that installs it.
+check_needs() {
+  [ "${#missing[@]}" -gt 0 ] || return 0
+  local m pkgs
+  for m in "${missing[@]}"; do echo "$me: missing: $m" >&2; done
+  if [ "${#missing_pkgs[@]}" -gt 0 ]; then
+    pkgs=$(printf '%s\n' "${missing_pkgs[@]}" | sort -u | tr '\n' ' ')
+    echo "$me: install with: apt-get install ${pkgs% } (or: scripts/install-deps.sh --data)" >&2
+  fi
+  exit 1
 }
 
 # The newest cached .deb of package $1 in $work/debs (empty when there is none).
