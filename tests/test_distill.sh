@@ -266,5 +266,13 @@ expect "both are scored" grep -q "^| Student | " tab-out/table.md
 expect "the student's cell is named as distilled" grep -q \
   "^- row student, column en-de: trained on a distilled corpus (data.distill" tab-out/table.md
 expect "(not as a column whose scores do not compare)" sh -c '! grep -q "do not compare" tab-out/table.md'
+# Scored against the corpus the teacher reads, not the distilled copy of its references:
+# a table of committed files (scripts/score-committed.sh) has no distilled corpus.
+mv tab/tt/distill tab/tt/distill.away
+grep "^| Student | " tab-out/table.md > student-row.want
+"$intrus" table --no-train -q -r tab -O tab-out2 table.cfg > table2.txt 2> table2.err
+expect "without the distilled corpus the student is still scored" test $? -eq 0
+expect "(to the same score)" sh -c 'grep "^| Student | " tab-out2/table.md | cmp -s - student-row.want'
+mv tab/tt/distill.away tab/tt/distill
 
 finish test_distill

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "intrus/corpus.h"
+#include "cli_distill.h"
 #include "table_run.h"
 #include "text/dataset.h"
 
@@ -39,11 +40,27 @@ static enum intrus_status inputs_read(const struct table_cell_state *cs, const c
   memset(in, 0, sizeof *in);
   const intrus_cfg *data, *eval = NULL;
   struct dataset d = {0};
+  struct intrus_config *origin_cfg = NULL;
   enum intrus_status st;
   if (!(in->cfg = intrus_config_load_file(cs->experiment, err))) return err->status;
   const intrus_cfg *root = intrus_config_root(in->cfg);
-  if ((st = intrus_cfg_group_req(root, "data", &data, err)) ||
-      (st = dataset_configure(&d, data, intrus_config_filename(in->cfg), cs->run_dir, err)))
+  /* A distilled corpus's valid and test splits are its origin's references (cli_distill.h):
+   * a distilled cell is scored against the origin's corpus, which is what it is tested on,
+   * so that it scores without its distilled corpus (scripts/score-committed.sh has the
+   * committed files only). */
+  char origin[4200], origin_run[4200];
+  if ((st = cli_distill_origin(cs->experiment, cs->run_dir, origin, origin_run, sizeof origin,
+                               err)))
+    goto fail;
+  const bool distilled = strcmp(origin, cs->experiment) != 0;
+  if (distilled && !(origin_cfg = intrus_config_load_file(origin, err))) {
+    st = err->status;
+    goto fail;
+  }
+  struct intrus_config *data_cfg = distilled ? origin_cfg : in->cfg;
+  if ((st = intrus_cfg_group_req(intrus_config_root(data_cfg), "data", &data, err)) ||
+      (st = dataset_configure(&d, data, intrus_config_filename(data_cfg),
+                              distilled ? origin_run : cs->run_dir, err)))
     goto fail;
   if (d.kind == DATA_SYNTHETIC) {
     st = intrus_error_set(err, INTRUS_ERR_CONFIG,
@@ -77,9 +94,11 @@ static enum intrus_status inputs_read(const struct table_cell_state *cs, const c
     goto fail;
   }
   dataset_free(&d);
+  if (origin_cfg) intrus_config_free(origin_cfg);
   return INTRUS_OK;
 fail:
   dataset_free(&d);
+  if (origin_cfg) intrus_config_free(origin_cfg);
   inputs_free(in);
   return st;
 }
