@@ -1,17 +1,28 @@
 #!/usr/bin/env python3
 """Length ratio of a decode by reference length (issue 44's four bins).
 
-  scripts/length-by-bins.py REF HYP [REF2 HYP2 ...] [--labels A,B,...]
+  scripts/length-by-bins.py [--chars] REF HYP [REF2 HYP2 ...] [--labels A,B,...]
 
 REF and HYP are plain or .gz text files, one sentence per line, aligned. For each
 bin of reference length in words (whitespace-separated): the sentences in it, the
 reference and output words, and their ratio. Words, not BLEU's 13a tokens, so the
 numbers read as "the output is x of the reference length" for each kind of sentence.
+--chars counts characters other than whitespace instead, in bins of 1-10, 11-20, 21-40
+and 41+ (for Japanese, written without spaces and scored by character BLEU).
 """
 import gzip
 import sys
 
-BINS = [(1, 5), (6, 10), (11, 20), (21, 10**9)]
+WORD_BINS = [(1, 5), (6, 10), (11, 20), (21, 10**9)]
+CHAR_BINS = [(1, 10), (11, 20), (21, 40), (41, 10**9)]
+
+
+def words(line):
+    return len(line.split())
+
+
+def chars(line):
+    return sum(1 for c in line if not c.isspace())
 
 
 def read(path):
@@ -22,6 +33,10 @@ def read(path):
 
 def main(argv):
     labels = None
+    length, bins = words, WORD_BINS
+    if "--chars" in argv:
+        argv = [a for a in argv if a != "--chars"]
+        length, bins = chars, CHAR_BINS
     if "--labels" in argv:
         i = argv.index("--labels")
         labels = argv[i + 1].split(",")
@@ -31,22 +46,22 @@ def main(argv):
     pairs = [(argv[i], argv[i + 1]) for i in range(0, len(argv), 2)]
     names = labels or [h for _, h in pairs]
     head = "| system | " + " | ".join(
-        f"{a}-{b}" if b < 10**9 else f"{a}+" for a, b in BINS) + " | all |"
+        f"{a}-{b}" if b < 10**9 else f"{a}+" for a, b in bins) + " | all |"
     print(head)
-    print("|" + "---|" * (len(BINS) + 2))
+    print("|" + "---|" * (len(bins) + 2))
     for name, (rp, hp) in zip(names, pairs):
         ref, hyp = read(rp), read(hp)
         if len(ref) != len(hyp):
             sys.exit(f"{rp}: {len(ref)} lines but {hp}: {len(hyp)}")
         cells = []
         tot_r = tot_h = 0
-        for a, b in BINS:
+        for a, b in bins:
             r = h = n = 0
             for x, y in zip(ref, hyp):
-                lx = len(x.split())
+                lx = length(x)
                 if a <= lx <= b:
                     r += lx
-                    h += len(y.split())
+                    h += length(y)
                     n += 1
             tot_r += r
             tot_h += h

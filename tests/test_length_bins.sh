@@ -1,0 +1,53 @@
+#!/bin/sh
+# scripts/length-by-bins.py: the length ratio of a decode by reference length, in words
+# (issue 44's bins 1-5 / 6-10 / 11-20 / 21+) and with --chars in characters other than
+# whitespace (1-10 / 11-20 / 21-40 / 41+, for Japanese). Expected values worked out by
+# hand from the small files below; a mismatched line count is refused, naming both files.
+# Needs python3 (standard library only).
+set -u
+. "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
+
+py=${PYTHON:-python3}
+if ! command -v "$py" >/dev/null 2>&1; then
+  bad "python3 is needed and was not found (Debian: python3; or set PYTHON)"
+  finish test_length_bins "no python3"
+  exit 1
+fi
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' 0
+script="$src/scripts/length-by-bins.py"
+
+# Words: references of 2, 4 (bin 1-5), 8 (6-10) and 25 (21+) words; outputs of 1, 4, 8
+# and 10 words. Bin 1-5: 5 / 6 = 0.83 over 2 sentences; 6-10: 8 / 8 = 1.00; 11-20 empty;
+# 21+: 10 / 25 = 0.40; all: 23 / 39 = 0.59.
+words() { i=0; while [ $i -lt "$1" ]; do printf 'w%d ' $i; i=$((i + 1)); done; echo; }
+{ words 2; words 4; words 8; words 25; } > "$tmp/ref"
+{ words 1; words 4; words 8; words 10; } > "$tmp/hyp"
+"$py" "$script" "$tmp/ref" "$tmp/hyp" --labels sys > "$tmp/out" 2>&1
+expect "words: one row of the four bins and the whole" \
+  grep -qxF '| sys | 0.83 (2) | 1.00 (1) | - (0) | 0.40 (1) | 0.59 |' "$tmp/out"
+expect "words: the header names the word bins" \
+  grep -qxF '| system | 1-5 | 6-10 | 11-20 | 21+ | all |' "$tmp/out"
+
+# Characters (spaces not counted): references of 5 (1-10), 15 (11-20) and 45 (41+)
+# characters, written with a space inside; outputs of 6, 12 and 9. 1-10: 6 / 5 = 1.20;
+# 11-20: 12 / 15 = 0.80; 21-40 empty; 41+: 9 / 45 = 0.20; all: 27 / 65 = 0.42.
+chars() { "$py" -c "import sys; n = int(sys.argv[1]); print('あ' * (n - n // 2) + ' ' + 'い' * (n // 2))" "$1"; }
+{ chars 5; chars 15; chars 45; } > "$tmp/ref"
+{ chars 6; chars 12; chars 9; } > "$tmp/hyp"
+gzip -c "$tmp/hyp" > "$tmp/hyp.gz"
+"$py" "$script" --chars "$tmp/ref" "$tmp/hyp.gz" --labels ja > "$tmp/out" 2>&1
+expect "chars: one row of the four bins and the whole (a .gz output read as text)" \
+  grep -qxF '| ja | 1.20 (1) | 0.80 (1) | - (0) | 0.20 (1) | 0.42 |' "$tmp/out"
+expect "chars: the header names the character bins" \
+  grep -qxF '| system | 1-10 | 11-20 | 21-40 | 41+ | all |' "$tmp/out"
+
+# Files of different lengths are refused, naming both.
+head -n 2 "$tmp/hyp" > "$tmp/short"
+if "$py" "$script" "$tmp/ref" "$tmp/short" > "$tmp/out" 2>&1; then
+  bad "a decode with fewer lines than its references was accepted"
+else
+  expect "a line-count mismatch names both files" \
+    grep -qF "$tmp/ref: 3 lines but $tmp/short: 2" "$tmp/out"
+fi
+finish test_length_bins
