@@ -7,12 +7,7 @@
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
-py=${PYTHON:-python3}
-if ! command -v "$py" >/dev/null 2>&1; then
-  bad "python3 is needed for scripts/data/*.py and was not found (Debian: python3; or set PYTHON)"
-  finish test_data_scripts "no python3"
-  exit 1
-fi
+need_python test_data_scripts "scripts/data/*.py"
 src=$(cd "$src" && pwd) || exit 1
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' 0

@@ -13,12 +13,7 @@
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
-py=${PYTHON:-python3}
-if ! command -v "$py" >/dev/null 2>&1; then
-  bad "python3 is needed and was not found (Debian: python3; or set PYTHON)"
-  finish test_doc_links "no python3"
-  exit 1
-fi
+need_python test_doc_links
 if ! command -v git >/dev/null 2>&1 || ! git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
   echo "test_doc_links: $src is not a git checkout (a release tarball?): skipped"
   exit 77

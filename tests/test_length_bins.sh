@@ -7,12 +7,7 @@
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
-py=${PYTHON:-python3}
-if ! command -v "$py" >/dev/null 2>&1; then
-  bad "python3 is needed and was not found (Debian: python3; or set PYTHON)"
-  finish test_length_bins "no python3"
-  exit 1
-fi
+need_python test_length_bins
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' 0
 script="$src/scripts/length-by-bins.py"

@@ -70,3 +70,13 @@ train: { batch_tokens = 400; lr = 3e-3; warmup = 5; log_every = 10; valid_every 
                states = "one"; steps = 20; } ); };
 EOF2
 }
+
+# need_python NAME [FOR]: sets py to $PYTHON or python3; when there is none, a failed
+# check naming what needs it, NAME's summary, and exit 1.
+need_python() {
+  py=${PYTHON:-python3}
+  command -v "$py" >/dev/null 2>&1 && return 0
+  bad "python3 is needed${2:+ for $2} and was not found (Debian: python3; or set PYTHON)"
+  finish "$1" "no python3"
+  exit 1
+}
