@@ -53,15 +53,16 @@ def main(argv):
         ref, hyp = read(rp), read(hp)
         if len(ref) != len(hyp):
             sys.exit(f"{rp}: {len(ref)} lines but {hp}: {len(hyp)}")
+        # Each line's length once (--chars walks every character), then the bins.
+        lens = [(length(x), length(y)) for x, y in zip(ref, hyp)]
         cells = []
         tot_r = tot_h = 0
         for a, b in bins:
             r = h = n = 0
-            for x, y in zip(ref, hyp):
-                lx = length(x)
+            for lx, ly in lens:
                 if a <= lx <= b:
                     r += lx
-                    h += length(y)
+                    h += ly
                     n += 1
             tot_r += r
             tot_h += h
