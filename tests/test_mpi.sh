@@ -4,8 +4,8 @@
 # as one process on the same global batches, step for step, to 1e-5 relative; a
 # checkpoint written by 2 ranks resumes on 1 and one of 1 on 2, ending where the
 # uninterrupted run ends; a rank that fails (its data bad) stops every rank with that
-# rank's message, and ranks given different experiments are refused, both without
-# hanging; `intrus run` and `intrus table` under mpirun decode and score on rank 0;
+# rank's message, and ranks given different experiments (files, or --set) are refused,
+# both without hanging; `intrus run` and `intrus table` under mpirun decode and score on rank 0;
 # commands that are not data-parallel refuse mpirun. Every rank reads the command line
 # with the command's own parser: options after the experiment file (the README's
 # order) or before it; a usage error is reported once and every rank exits with
@@ -159,6 +159,23 @@ rc=$?
 expect "ranks with different experiments are refused (exit 3: got $rc)" test $rc -eq 3
 expect "... saying which rank's differs" grep -q "rank 1's experiment" diff.out
 cat diff.out | head -3
+
+# The files the same, rank 0's command line changes a setting (--set) and rank 1's does
+# not: refused as different experiments. The same --set on both ranks trains as one
+# process with it.
+cp a/mt.cfg b/mt.cfg
+timeout 300 "$mpirun" -x OMP_NUM_THREADS=1 -x INTRUS_PLUGIN_PATH -np 1 -wdir "$tmp/a" "$intrus" \
+  train -q -o "$tmp/mt-set" mt.cfg --set train.lr=2e-3 : -np 1 -wdir "$tmp/b" "$intrus" \
+  train -q -o "$tmp/mt-set" mt.cfg > set.out 2>&1
+rc=$?
+expect "ranks with different --set are refused (exit 3: got $rc)" test $rc -eq 3
+expect "... saying which rank's differs" grep -q "rank 1's experiment" set.out
+(cd a && "$intrus" train -q -o "$tmp/set-one" mt.cfg --set train.lr=2e-3 > /dev/null 2>&1)
+(cd a && mpi "$intrus" train -q -o "$tmp/set-two" mt.cfg --set train.lr=2e-3 > "$tmp/set-two.out" 2>&1)
+expect "the same --set on both ranks: the losses of one process with it" \
+  same_losses set-one/train.log set-two/train.log
+expect "... which are not those without it" \
+  test "$(cut -f2 set-two/train.log)" != "$(cut -f2 mt-one/train.log)"
 
 # Only rank 1's command line is bad (no experiment file): the job stops with its message.
 timeout 120 "$mpirun" -x OMP_NUM_THREADS=1 -np 1 -wdir "$tmp/a" "$intrus" train mt.cfg -q \

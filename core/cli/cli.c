@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "intrus/config.h"
 
 int intrus_exit_code(enum intrus_status st) {
   switch (st) {
@@ -73,4 +74,24 @@ void cli_json_string(FILE *f, const char *s) {
     else fputc(c, f);
   }
   fputc('"', f);
+}
+
+bool cli_sets_add(struct cli_sets *s, const char *cmd, const char *arg, bool report) {
+  if (s->n == CLI_SETS_MAX) {
+    if (report) fprintf(stderr, "intrus %s: at most %d --set\n", cmd, CLI_SETS_MAX);
+    return false;
+  }
+  s->v[s->n++] = arg;
+  return true;
+}
+
+struct intrus_config *cli_config_load(const char *path, const struct cli_sets *s,
+                                      struct intrus_error *err) {
+  struct intrus_config *cfg = intrus_config_load_file(path, err);
+  for (int i = 0; cfg && s && i < s->n; i++)
+    if (intrus_config_set(cfg, s->v[i], err) != INTRUS_OK) {
+      intrus_config_free(cfg);
+      cfg = NULL;
+    }
+  return cfg;
 }

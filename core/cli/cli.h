@@ -57,6 +57,22 @@ enum intrus_status intrus_run_test(struct intrus_config *cfg, const char *run_di
                                    const struct intrus_plugin_search *search, FILE *progress,
                                    struct run_scores *rs, struct intrus_error *err);
 
+/* --set PATH=VALUE on the command lines of decode, train and run: the assignments in
+ * the order given, applied by cli_config_load to the experiment as loaded and before
+ * anything reads it, so the strict getters check them as any other setting (and a run's
+ * fingerprint and effective.cfg include them). */
+#include <stdbool.h>
+#define CLI_SETS_MAX 64
+struct cli_sets {
+  const char *v[CLI_SETS_MAX];
+  int n;
+};
+/* Adds arg; false when there are CLI_SETS_MAX already (saying so on stderr if report). */
+bool cli_sets_add(struct cli_sets *s, const char *cmd, const char *arg, bool report);
+/* The experiment at path with s applied (s may be NULL); NULL with err set. */
+struct intrus_config *cli_config_load(const char *path, const struct cli_sets *s,
+                                      struct intrus_error *err);
+
 /* What every experiment command derives from the experiment file and its options: the
  * experiment's name (copied into name, which outlives cfg), the run directory
  * (run_dir_arg, or runs/<name>) and the plugin search path (freed by the caller). */
@@ -97,16 +113,16 @@ void cli_json_string(FILE *f, const char *s);
  * the followers however it exits; cli_dist_follow is what the ranks other than 0 run
  * instead of the command (returns rank 0's exit status); cli_dist_quit(rc) releases
  * them with rc (rank 0, once). */
-#include <stdbool.h>
 bool cli_dist_data_parallel(const char *cmd);
 void cli_dist_lead(void);
 int cli_dist_follow(const char *cmd, int argc, char **argv);
 void cli_dist_quit(int exit_code);
-/* The file a follower's command line names (train and run: the experiment; table: the
- * table), found by the parser rank 0's command runs, without a message: INTRUS_EXIT_OK,
- * or INTRUS_EXIT_USAGE with *file NULL for a command line the command refuses (or
- * --help). argv[0] is the command. */
-int cli_train_file(const char *cmd, int argc, char **argv, const char **file);
+/* The file a follower's command line names (train and run: the experiment, and its
+ * --set assignments in *sets; table: the table), found by the parser rank 0's command
+ * runs, without a message: INTRUS_EXIT_OK, or INTRUS_EXIT_USAGE with *file NULL for a
+ * command line the command refuses (or --help). argv[0] is the command. */
+int cli_train_file(const char *cmd, int argc, char **argv, const char **file,
+                   struct cli_sets *sets);
 int cli_table_file(int argc, char **argv, const char **file);
 
 int intrus_cmd_plugins(int argc, char **argv);

@@ -72,8 +72,7 @@ int intrus_cmd_decode(int argc, char **argv) {
       {"quiet", no_argument, NULL, 'q'},             {"help", no_argument, NULL, 'h'},
       {"trace", required_argument, NULL, 't'},       {"trace-pictures", required_argument, NULL, 'P'},
       {"set", required_argument, NULL, 's'},         {NULL, 0, NULL, 0}};
-  const char *sets[64];
-  int nsets = 0;
+  struct cli_sets sets = {.n = 0};
   const char *trace_dir = NULL;
   long pictures = 10;
   const char *run_dir_arg = NULL, *input = "/dev/stdin", *output = NULL, *ckpt_arg = NULL,
@@ -99,11 +98,7 @@ int intrus_cmd_decode(int argc, char **argv) {
     }
     case 'p': plugin_path = optarg; break;
     case 's':
-      if (nsets == (int)(sizeof sets / sizeof *sets)) {
-        fprintf(stderr, "intrus decode: at most %d --set\n", (int)(sizeof sets / sizeof *sets));
-        return INTRUS_EXIT_USAGE;
-      }
-      sets[nsets++] = optarg;
+      if (!cli_sets_add(&sets, "decode", optarg, true)) return INTRUS_EXIT_USAGE;
       break;
     case 't': trace_dir = optarg; break;
     case 'P': {
@@ -125,13 +120,8 @@ int intrus_cmd_decode(int argc, char **argv) {
     return INTRUS_EXIT_USAGE;
   }
   struct intrus_error err = {0};
-  struct intrus_config *cfg = intrus_config_load_file(argv[optind], &err);
+  struct intrus_config *cfg = cli_config_load(argv[optind], &sets, &err);
   if (!cfg) return intrus_cli_fail("decode", &err);
-  for (int i = 0; i < nsets; i++)
-    if (intrus_config_set(cfg, sets[i], &err) != INTRUS_OK) {
-      intrus_config_free(cfg);
-      return intrus_cli_fail("decode", &err);
-    }
   char ckpt[4200];
   struct cli_experiment x = {0};
   struct translator t = {0};

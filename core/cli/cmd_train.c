@@ -22,6 +22,11 @@ static const char train_usage[] =
     "                         (default: runs/<experiment name>)\n"
     "  -p, --plugin-path DIRS colon-separated plugin directories searched first\n"
     "  -n, --max-steps N      stop after step N (resume later to go on)\n"
+    "  -s, --set PATH=VALUE   change a setting of the experiment for this run, e.g.\n"
+    "                         --set name=wide --set model.d_model=256 (repeatable;\n"
+    "                         VALUE a number, true/false or a string; written into\n"
+    "                         RUN_DIR/effective.cfg, and a model or data setting enters\n"
+    "                         the fingerprint a resume is checked against)\n"
     "  -q, --quiet            no progress lines\n"
     "  -h, --help             this help\n";
 
@@ -40,6 +45,7 @@ struct train_args {
   const char *experiment, *run_dir, *plugin_path;
   long max_steps;
   bool quiet, help;
+  struct cli_sets sets;
 };
 
 /* The one parser of train's and run's command line, on rank 0 (report: it prints what
@@ -50,13 +56,14 @@ static int parse_train_args(const char *cmd, int argc, char **argv, bool report,
   static const struct option longopts[] = {
       {"run-dir", required_argument, NULL, 'o'},   {"plugin-path", required_argument, NULL, 'p'},
       {"max-steps", required_argument, NULL, 'n'}, {"quiet", no_argument, NULL, 'q'},
-      {"help", no_argument, NULL, 'h'},            {NULL, 0, NULL, 0}};
+      {"help", no_argument, NULL, 'h'},            {"set", required_argument, NULL, 's'},
+      {NULL, 0, NULL, 0}};
   const bool run = strcmp(cmd, "run") == 0;
   const char *extra = run ? ", results.json" : "", *what = run ? run_what : train_what;
   memset(a, 0, sizeof *a);
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, "o:p:n:qh", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "o:p:n:s:qh", longopts, NULL)) != -1) {
     switch (c) {
     case 'o': a->run_dir = optarg; break;
     case 'p': a->plugin_path = optarg; break;
@@ -78,6 +85,9 @@ static int parse_train_args(const char *cmd, int argc, char **argv, bool report,
       }
       break;
     }
+    case 's':
+      if (!cli_sets_add(&a->sets, cmd, optarg, report)) return INTRUS_EXIT_USAGE;
+      break;
     case 'q': a->quiet = true; break;
     case 'h': a->help = true; return INTRUS_EXIT_OK;
     default:
@@ -96,12 +106,14 @@ static int parse_train_args(const char *cmd, int argc, char **argv, bool report,
   return INTRUS_EXIT_OK;
 }
 
-int cli_train_file(const char *cmd, int argc, char **argv, const char **file) {
+int cli_train_file(const char *cmd, int argc, char **argv, const char **file,
+                   struct cli_sets *sets) {
   struct train_args a;
   opterr = 0; /* getopt's own messages too: rank 0 prints them */
   int rc = parse_train_args(cmd, argc, argv, false, &a);
   opterr = 1;
   *file = rc || a.help ? NULL : a.experiment;
+  *sets = a.sets;
   return *file ? INTRUS_EXIT_OK : INTRUS_EXIT_USAGE;
 }
 
@@ -115,7 +127,7 @@ static int train_or_run(const char *cmd, int argc, char **argv) {
     return INTRUS_EXIT_OK;
   }
   struct intrus_error err = {0};
-  struct intrus_config *cfg = intrus_config_load_file(a.experiment, &err);
+  struct intrus_config *cfg = cli_config_load(a.experiment, &a.sets, &err);
   if (!cfg) return intrus_cli_fail(cmd, &err);
   struct cli_experiment x;
   enum intrus_status st = intrus_cli_experiment(cfg, a.run_dir, a.plugin_path, &x, &err);

@@ -38,16 +38,17 @@ void cli_dist_lead(void) {
 }
 
 int cli_dist_follow(const char *cmd, int argc, char **argv) {
-  /* `train` and `run` load the experiment named on their own command line, so that a
-   * job started with different files on different ranks is caught by the fingerprint
-   * check; `table` trains the experiments of rank 0's table cells. The command line is
+  /* `train` and `run` load the experiment named on their own command line (with its
+   * --set assignments), so that a job started with different files or settings on
+   * different ranks is caught by the fingerprint check; `table` trains the experiments of rank 0's table cells. The command line is
    * read by the command's own parser, as on rank 0. One rank 0 refuses is refused there
    * (it says why and releases the others with the usage status); one only this rank's
    * parser refuses (another on each rank) fails the first training run. */
   const bool table = !strcmp(cmd, "table");
   const char *file;
+  struct cli_sets sets = {.n = 0};
   const int usage = table ? cli_table_file(argc, argv, &file)
-                          : cli_train_file(cmd, argc, argv, &file);
+                          : cli_train_file(cmd, argc, argv, &file, &sets);
   const char *own = table ? NULL : file;
   for (;;) {
     struct dist_job job;
@@ -59,7 +60,8 @@ int cli_dist_follow(const char *cmd, int argc, char **argv) {
       intrus_error_set(&err, INTRUS_ERR_USAGE,
                        "its command line is not one intrus %s takes (intrus %s --help); start "
                        "every rank with rank 0's", cmd, cmd);
-    else cfg = intrus_config_load_file(own ? own : job.experiment, &err);
+    else cfg = own ? cli_config_load(own, &sets, &err)
+                   : intrus_config_load_file(job.experiment, &err);
     if (!cfg) {
       /* The first agreement of intrus_train: rank 0 and the others stop there with this
        * rank's message. */
