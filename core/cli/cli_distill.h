@@ -62,6 +62,20 @@ enum intrus_status cli_distill_origin(const char *experiment, const char *run_di
                                       char *exp_out, char *run_out, size_t n,
                                       struct intrus_error *err);
 
+/* The data an experiment is tested on, configured: for one whose data names a teacher,
+ * its origin's (cli_distill_origin: a distilled corpus's valid and test splits are the
+ * origin's references, and the committed files score without the distilled corpus);
+ * for any other, its own. Freed by cli_origin_data_free (also after a failure). */
+#include "text/dataset.h"
+struct cli_origin_data {
+  char experiment[4200], run_dir[4200]; /* the origin and its run directory */
+  struct intrus_config *cfg;            /* the origin's experiment, loaded */
+  struct dataset d;                     /* its data group, configured */
+};
+enum intrus_status cli_origin_data(const char *experiment, const char *run_dir,
+                                   struct cli_origin_data *o, struct intrus_error *err);
+void cli_origin_data_free(struct cli_origin_data *o);
+
 /* What `intrus run`, `train` and `table` do before training an experiment whose data
  * names a teacher: make its corpus (or resume making it), reuse it when the teacher's
  * checkpoint, search and sources are those it was made from, refuse it when not; the

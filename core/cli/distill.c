@@ -464,6 +464,24 @@ enum intrus_status cli_distill_origin(const char *experiment, const char *run_di
   }
 }
 
+enum intrus_status cli_origin_data(const char *experiment, const char *run_dir,
+                                   struct cli_origin_data *o, struct intrus_error *err) {
+  memset(o, 0, sizeof *o);
+  const intrus_cfg *data;
+  enum intrus_status st = cli_distill_origin(experiment, run_dir, o->experiment, o->run_dir,
+                                             sizeof o->experiment, err);
+  if (st) return st;
+  if (!(o->cfg = intrus_config_load_file(o->experiment, err))) return err->status;
+  if ((st = intrus_cfg_group_req(intrus_config_root(o->cfg), "data", &data, err))) return st;
+  return dataset_configure(&o->d, data, intrus_config_filename(o->cfg), o->run_dir, err);
+}
+
+void cli_origin_data_free(struct cli_origin_data *o) {
+  dataset_free(&o->d);
+  if (o->cfg) intrus_config_free(o->cfg);
+  memset(o, 0, sizeof *o);
+}
+
 enum intrus_status cli_distill_for(struct intrus_config *cfg, const char *run_dir,
                                    const struct intrus_plugin_search *search, FILE *progress,
                                    struct intrus_error *err) {

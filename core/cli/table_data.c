@@ -22,45 +22,39 @@
  * corpus its teacher reads is checked. */
 static enum intrus_status check_data(const char *cell, const char *cell_run,
                                      struct intrus_error *err) {
-  char experiment[4200], run_dir[4200];
-  enum intrus_status st = cli_distill_origin(cell, cell_run, experiment, run_dir, 4200, err);
-  if (st) return st;
-  struct intrus_config *cfg = intrus_config_load_file(experiment, err);
-  if (!cfg) return err->status;
-  const intrus_cfg *data;
-  struct dataset d = {0};
-  if ((st = intrus_cfg_group_req(intrus_config_root(cfg), "data", &data, err)) ||
-      (st = dataset_configure(&d, data, intrus_config_filename(cfg), run_dir, err)))
-    goto done;
-  if (d.kind == DATA_PARALLEL) {
+  struct cli_origin_data o;
+  enum intrus_status st = cli_origin_data(cell, cell_run, &o, err);
+  struct dataset *d = &o.d;
+  const char *experiment = o.experiment;
+  if (st) goto done;
+  if (d->kind == DATA_PARALLEL) {
     static const char *const splits[] = {"train", "valid", "test"};
     char path[4200];
     for (int i = 0; i < 3 && !st; i++)
       for (int side = 0; side < 2 && !st; side++) {
-        dataset_split_path(&d, splits[i], side ? d.tgt_lang : d.src_lang, path, sizeof path);
+        dataset_split_path(d, splits[i], side ? d->tgt_lang : d->src_lang, path, sizeof path);
         if (access(path, R_OK) != 0)
           st = intrus_error_set(err, INTRUS_ERR_DATA,
                                 "%s: %s (the corpus of %s; docs/guide.md, \"Data\", says how to "
                                 "build it)", path, strerror(errno), experiment);
       }
-    if (!st) st = intrus_run_check_test(cfg, run_dir, err);
-  } else if (d.kind == DATA_IMAGES) {
+    if (!st) st = intrus_run_check_test(o.cfg, o.run_dir, err);
+  } else if (d->kind == DATA_IMAGES) {
     /* The image lists and their references (their line counts); the images themselves
      * are read when the cell trains. */
     static const char *const splits[] = {"train", "valid"};
     char path[4200];
     for (int i = 0; i < 2 && !st; i++) {
-      snprintf(path, sizeof path, "%s/%s.img", d.dir, splits[i]);
+      snprintf(path, sizeof path, "%s/%s.img", d->dir, splits[i]);
       if (access(path, R_OK) != 0)
         st = intrus_error_set(err, INTRUS_ERR_DATA,
                               "%s: %s (the image data of %s; docs/guide.md, \"Data\", says how "
                               "to build it)", path, strerror(errno), experiment);
     }
-    if (!st) st = intrus_run_check_test(cfg, run_dir, err);
+    if (!st) st = intrus_run_check_test(o.cfg, o.run_dir, err);
   }
 done:
-  dataset_free(&d);
-  intrus_config_free(cfg);
+  cli_origin_data_free(&o);
   return st;
 }
 

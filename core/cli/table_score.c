@@ -38,31 +38,16 @@ static void inputs_free(struct cell_inputs *in) {
 static enum intrus_status inputs_read(const struct table_cell_state *cs, const char *metric,
                                       struct cell_inputs *in, struct intrus_error *err) {
   memset(in, 0, sizeof *in);
-  const intrus_cfg *data, *eval = NULL;
-  struct dataset d = {0};
-  struct intrus_config *origin_cfg = NULL;
+  const intrus_cfg *eval = NULL;
+  struct cli_origin_data o;
   enum intrus_status st;
   if (!(in->cfg = intrus_config_load_file(cs->experiment, err))) return err->status;
   const intrus_cfg *root = intrus_config_root(in->cfg);
-  /* A distilled corpus's valid and test splits are its origin's references (cli_distill.h):
-   * a distilled cell is scored against the origin's corpus, which is what it is tested on,
-   * so that it scores without its distilled corpus (scripts/score-committed.sh has the
-   * committed files only). */
-  char origin[4200], origin_run[4200];
-  if ((st = cli_distill_origin(cs->experiment, cs->run_dir, origin, origin_run, sizeof origin,
-                               err)))
-    goto fail;
-  const bool distilled = strcmp(origin, cs->experiment) != 0;
-  if (distilled && !(origin_cfg = intrus_config_load_file(origin, err))) {
-    st = err->status;
-    goto fail;
-  }
-  struct intrus_config *data_cfg = distilled ? origin_cfg : in->cfg;
-  if ((st = intrus_cfg_group_req(intrus_config_root(data_cfg), "data", &data, err)) ||
-      (st = dataset_configure(&d, data, intrus_config_filename(data_cfg),
-                              distilled ? origin_run : cs->run_dir, err)))
-    goto fail;
-  if (d.kind == DATA_SYNTHETIC) {
+  /* A distilled cell is tested on its origin's corpus (cli_origin_data). */
+  st = cli_origin_data(cs->experiment, cs->run_dir, &o, err);
+  struct dataset *d = &o.d;
+  if (st) goto fail;
+  if (d->kind == DATA_SYNTHETIC) {
     st = intrus_error_set(err, INTRUS_ERR_CONFIG,
                           "%s: a table cell needs text or image data (data.kind = \"parallel\" "
                           "or \"images\")",
@@ -74,16 +59,16 @@ static enum intrus_status inputs_read(const struct table_cell_state *cs, const c
     goto fail;
   snprintf(in->hyp_path, sizeof in->hyp_path, "%s/test.hyp", cs->run_dir);
   if ((st = intrus_lines_read(in->hyp_path, &in->hyp, &in->nhyp, err))) goto fail;
-  if (d.kind == DATA_IMAGES) {
-    snprintf(in->ref_path, sizeof in->ref_path, "%s/test.img", d.dir);
+  if (d->kind == DATA_IMAGES) {
+    snprintf(in->ref_path, sizeof in->ref_path, "%s/test.img", d->dir);
     char **list = NULL;
     if ((st = intrus_lines_read(in->ref_path, &list, &in->nref, err))) goto fail;
     intrus_lines_free(list, in->nref);
     if (in->nref == in->nhyp &&
-        (st = dataset_images_references(&d, "test", in->nref, in->refs, &in->nrefs, err)))
+        (st = dataset_images_references(d, "test", in->nref, in->refs, &in->nrefs, err)))
       goto fail;
   } else {
-    dataset_split_path(&d, "test", d.tgt_lang, in->ref_path, sizeof in->ref_path);
+    dataset_split_path(d, "test", d->tgt_lang, in->ref_path, sizeof in->ref_path);
     if ((st = intrus_lines_read(in->ref_path, &in->refs[0], &in->nref, err))) goto fail;
     in->nrefs = 1;
     in->lines_block = true;
@@ -93,12 +78,10 @@ static enum intrus_status inputs_read(const struct table_cell_state *cs, const c
                           in->hyp_path, in->nhyp, in->ref_path, in->nref);
     goto fail;
   }
-  dataset_free(&d);
-  if (origin_cfg) intrus_config_free(origin_cfg);
+  cli_origin_data_free(&o);
   return INTRUS_OK;
 fail:
-  dataset_free(&d);
-  if (origin_cfg) intrus_config_free(origin_cfg);
+  cli_origin_data_free(&o);
   inputs_free(in);
   return st;
 }
