@@ -253,7 +253,8 @@ enum intrus_status trainer_check_same_config(struct intrus_config *cfg, struct i
       st = intrus_error_set(err, INTRUS_ERR_CONFIG,
                             "rank %d's experiment (%s on that rank) differs from rank 0's "
                             "(settings fingerprint %016llx against %016llx): start every rank "
-                            "with the same experiment file, on a file system all of them see",
+                            "with the same experiment file (and --set), on a file system all "
+                            "of them see",
                             r, r == dist_rank() ? intrus_config_filename(cfg) : "its file",
                             (unsigned long long)all[r], (unsigned long long)all[0]);
   free(all);
