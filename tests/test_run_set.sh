@@ -3,7 +3,8 @@
 # model setting trains that model (into the run directory a changed name gives) and is
 # written into effective.cfg; a resume with a different model setting is refused by the
 # fingerprint, one with the same settings goes on; a search setting reaches run's test
-# decode; bad assignments are refused before anything is written.
+# decode; bad assignments are refused before anything is written; intrus config --set
+# prints the configuration so changed, each changed setting marked.
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
@@ -47,6 +48,12 @@ expect "(naming it)" grep -q "intrus run: --set 'model.d_model': expected PATH=V
 "$intrus" train -q l2r.cfg --set model=1 > out.txt 2>&1
 rc=$?
 expect "replacing a group exits 2 (exit $rc)" test $rc -eq 2
+"$intrus" config l2r.cfg --set model.d_model=48 > config.txt 2>&1
+expect "intrus config --set prints the changed setting, marked" grep -q "^  d_model = 48;  # --set$" config.txt
+expect "(a setting the file leaves out still marked as a default)" grep -q "# default$" config.txt
+"$intrus" config --check l2r.cfg --set model.d_model=48 > out.txt 2>&1
+rc=$?
+expect "intrus config --check with --set exits 2 (exit $rc)" test $rc -eq 2
 "$intrus" train --help | grep -q -- "--set PATH=VALUE"
 expect "train --help names --set" test $? -eq 0
 finish test_run_set

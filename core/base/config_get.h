@@ -15,6 +15,7 @@
 
 struct cfg_hook {
   bool read;
+  bool from_set;       /* put there by intrus_config_set (a command line's --set) */
   char *path;          /* cached dotted path (groups, lists, and anything named in errors) */
   char **known;        /* groups: keys any getter asked for, in first-asked order */
   size_t nknown, capknown;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_get.h"
 #include "config_internal.h"
 #include "config_record.h"
 
@@ -103,8 +104,13 @@ static void print_members(const struct printer *p, const config_setting_t *g, in
     indent(f, depth);
     fprintf(f, "%s%s ", name, config_setting_type(s) == CONFIG_TYPE_GROUP ? ":" : " =");
     print_value(p, s, depth);
-    /* A setting without a line is one a getter filled in: the file leaves it out. */
-    fputs(config_setting_source_line(s) ? ";\n" : ";  # default\n", f);
+    /* A setting without a line is one a getter filled in (the file leaves it out) or
+     * one a command line's --set put there. */
+    const struct cfg_hook *h = config_setting_get_hook(s);
+    fputs(config_setting_source_line(s) ? ";\n"
+          : h && h->from_set            ? ";  # --set\n"
+                                        : ";  # default\n",
+          f);
   }
   /* What a reader looked for here and the file does not have (an optional group). */
   size_t ne;

@@ -117,6 +117,7 @@ enum intrus_status intrus_config_set(struct intrus_config *c, const char *assign
                             name);
       break;
     }
+    cfg_hook_of(s)->from_set = true;
     switch (type) {
     case CONFIG_TYPE_INT: config_setting_set_int(s, config_setting_get_int(v)); break;
     case CONFIG_TYPE_INT64: config_setting_set_int64(s, config_setting_get_int64(v)); break;

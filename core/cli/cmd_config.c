@@ -25,6 +25,8 @@ static const char usage[] =
     "\n"
     "Options:\n"
     "  -p, --plugin-path DIRS colon-separated plugin directories searched first\n"
+    "  -s, --set PATH=VALUE   the configuration with a setting changed, as `intrus run\n"
+    "                         --set` would train it (repeatable; one FILE only)\n"
     "  -c, --check            read every FILE and report each setting a reader read that\n"
     "                         the settings reference (core/cli/settings_doc.c) does not\n"
     "                         describe, described settings no FILE read, and readings\n"
@@ -74,12 +76,13 @@ static enum intrus_status read_experiment(struct intrus_config *cfg, const char 
 /* Loads path with recording on and reads it as its kind of file: a results table when it
  * has rows, else an experiment. On success *out is the config (owned by *table when that
  * is set). */
-static enum intrus_status read_file(const char *path, const char *plugin_path,
-                                    struct intrus_config **out, struct table_spec **table,
-                                    enum settings_file *kind, struct intrus_error *err) {
+static enum intrus_status read_file(const char *path, const struct cli_sets *sets,
+                                    const char *plugin_path, struct intrus_config **out,
+                                    struct table_spec **table, enum settings_file *kind,
+                                    struct intrus_error *err) {
   *out = NULL;
   *table = NULL;
-  struct intrus_config *cfg = intrus_config_load_file(path, err);
+  struct intrus_config *cfg = cli_config_load(path, sets, err);
   if (!cfg) return err->status;
   intrus_config_record_reads(cfg);
   enum intrus_status st;
@@ -108,24 +111,32 @@ int intrus_cmd_config(int argc, char **argv) {
                                            {"check", no_argument, NULL, 'c'},
                                            {"reference", no_argument, NULL, 'r'},
                                            {"help", no_argument, NULL, 'h'},
+                                           {"set", required_argument, NULL, 's'},
                                            {NULL, 0, NULL, 0}};
   const char *plugin_path = NULL;
+  struct cli_sets sets = {.n = 0};
   bool check = false, reference = false;
   optind = 1;
   int c;
-  while ((c = getopt_long(argc, argv, "p:crh", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "p:s:crh", longopts, NULL)) != -1) {
     switch (c) {
     case 'p': plugin_path = optarg; break;
     case 'c': check = true; break;
     case 'r': reference = true; break;
+    case 's':
+      if (!cli_sets_add(&sets, "config", optarg, true)) return INTRUS_EXIT_USAGE;
+      break;
     case 'h': fputs(usage, stdout); return INTRUS_EXIT_OK;
     default: fputs(usage, stderr); return INTRUS_EXIT_USAGE;
     }
   }
   int nfiles = argc - optind;
-  if (nfiles < 1 || (!check && !reference && nfiles != 1) || (check && reference)) {
+  if (nfiles < 1 || (!check && !reference && nfiles != 1) || (check && reference) ||
+      (sets.n && (check || reference))) {
     fprintf(stderr, "intrus config: %s\n",
             check && reference ? "--check or --reference, not both"
+            : sets.n && (check || reference) ? "--set prints one file's configuration; not "
+                                               "with --check or --reference"
             : nfiles < 1       ? "expected an experiment file"
                                : "expected one file (several with --check or --reference)");
     fputs(usage, stderr);
@@ -138,17 +149,19 @@ int intrus_cmd_config(int argc, char **argv) {
     struct intrus_config *cfg;
     struct table_spec *table;
     enum settings_file kind = SETTINGS_EXPERIMENT;
-    if (read_file(argv[i], plugin_path, &cfg, &table, &kind, &err)) {
+    if (read_file(argv[i], &sets, plugin_path, &cfg, &table, &kind, &err)) {
       rc = intrus_cli_fail("config", &err);
       break;
     }
     if (check || reference) {
       settings_seen_add(seen, cfg, kind, argv[i]);
     } else {
-      printf("# intrus config %s\n"
+      printf("# intrus config %s", argv[i]);
+      for (int k = 0; k < sets.n; k++) printf(" --set %s", sets.v[k]);
+      printf("\n"
              "# The effective %s configuration: every setting as `intrus %s` reads it,\n"
              "# under its meaning, type, allowed values and default (docs/settings.md).\n\n",
-             argv[i], kind == SETTINGS_TABLE ? "results table" : "experiment",
+             kind == SETTINGS_TABLE ? "results table" : "experiment",
              kind == SETTINGS_TABLE ? "table" : "run");
       settings_print(stdout, cfg, kind);
     }
