@@ -8,7 +8,8 @@
 # finish_penalty) or another checkpoint is refused, naming it, and one
 # made with the same is reused; an experiment with data.distill distils first, then
 # trains exactly as one whose data.dir names that corpus; its teacher untrained is an
-# error; intrus table trains a teacher row before the row that distils from it; a student
+# error; intrus table trains a teacher row before the row that distils from it or starts
+# from its checkpoint (model.init); a student
 # warm-started from its teacher takes the teacher's BPE and vocabulary (data.vocab_from).
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
@@ -274,5 +275,26 @@ grep "^| Student | " tab-out/table.md > student-row.want
 expect "without the distilled corpus the student is still scored" test $? -eq 0
 expect "(to the same score)" sh -c 'grep "^| Student | " tab-out2/table.md | cmp -s - student-row.want'
 mv tab/tt/distill.away tab/tt/distill
+
+# ---- intrus table: the row a warm start reads trains first ---------------------------------
+# (model.init names the other row's checkpoint; listed first, it would find none.)
+sed -e 's/name = "teacher"/name = "tw"/' -e 's/steps = 160;/steps = 10;/' teacher.cfg > tw.cfg
+sed -e 's/name = "tw"/name = "ws"/' \
+  -e 's#model: { d_model = 32;#model: { d_model = 32; init = { checkpoint = "tab3/tw/checkpoint.ckpt"; };#' \
+  tw.cfg > ws.cfg
+cat > table3.cfg <<'EOF'
+title = "warm";
+baseline = "tw";
+columns = ( { name = "en-de"; title = "En-De"; } );
+rows = (
+  { name = "ws"; title = "Warm-started"; experiments = { en-de = "ws.cfg"; }; },
+  { name = "tw"; title = "Its source"; experiments = { en-de = "tw.cfg"; }; }
+);
+EOF
+"$intrus" table -q -r tab3 -O tab3-out table3.cfg > table3.txt 2> table3.err
+expect "a table of a warm-started row and its source runs" test $? -eq 0
+expect "the source's row trains first" grep -q "^\[1/2 tw en-de\]" table3.err
+expect "the other row starts from its checkpoint" grep -q "copied" tab3/ws/warm_start.txt
+expect "both are scored" grep -q "^| Warm-started | [0-9]" tab3-out/table.md
 
 finish test_distill

@@ -254,11 +254,13 @@ int intrus_cmd_table(int argc, char **argv) {
   int todo = 0, k = 0, failed = 0;
   for (int r = 0; r < t->nrows; r++)
     for (int c = 0; c < t->ncols; c++) todo += table_cell_to_run(&s->cells[r][c]);
-  /* Cells whose data a teacher distils run last: the teacher may be a cell. */
+  /* Cells whose data a teacher distils, or whose parameters start from a checkpoint, run
+   * last: the teacher may be a cell. */
   for (int pass = 0, r = 0; pass < 2 && !a.no_train; r = (r + 1) % t->nrows, pass += !r)
     for (int c = 0; c < t->ncols; c++) {
       struct table_cell_state *cs = &s->cells[r][c];
-      if (!table_cell_to_run(cs) || cs->distilled != (pass == 1)) continue;
+      if (!table_cell_to_run(cs) || (cs->distilled || cs->warm_started) != (pass == 1))
+        continue;
       char label[256], eta[32];
       snprintf(label, sizeof label, "[%d/%d %s %s]", ++k, todo, t->rows[r].name,
                t->cols[c].name);

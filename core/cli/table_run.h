@@ -51,6 +51,9 @@ struct table_cell_state {
    * other training data by design, and tested on the column's own references; such cells
    * run after the others (their teacher may be one). */
   bool distilled;
+  /* model.init: warm-started from a checkpoint, which may be another cell's run; such
+   * cells run after the others too, so that a table's teacher row trains first. */
+  bool warm_started;
   char error[1024];
   bool held; /* outside --row / --column: not run by this invocation, scored if done */
   /* table_score: */
