@@ -250,15 +250,20 @@ expect "dir and distill together are refused" grep -q "both.cfg:3: .*data.dir.*g
 # ---- intrus table: the teacher's row first --------------------------------------------
 sed -e 's/name = "teacher"/name = "tt"/' -e 's/steps = 160;/steps = 10;/' teacher.cfg > tt.cfg
 student ts 'distill = { teacher = "tt.cfg"; };'
-cat > table.cfg <<'EOF'
-title = "distilled";
-baseline = "teacher";
+# A table of two rows on the en-de column, the second the baseline:
+# two_rows FILE TITLE  ROW1 TITLE1 EXP1  ROW2 TITLE2 EXP2
+two_rows() {
+  cat > "$1" <<EOF
+title = "$2";
+baseline = "$6";
 columns = ( { name = "en-de"; title = "En-De"; } );
 rows = (
-  { name = "student"; title = "Student"; experiments = { en-de = "ts.cfg"; }; },
-  { name = "teacher"; title = "Teacher"; experiments = { en-de = "tt.cfg"; }; }
+  { name = "$3"; title = "$4"; experiments = { en-de = "$5"; }; },
+  { name = "$6"; title = "$7"; experiments = { en-de = "$8"; }; }
 );
 EOF
+}
+two_rows table.cfg distilled  student Student ts.cfg  teacher Teacher tt.cfg
 "$intrus" table -q -r tab -O tab-out table.cfg > table.txt 2> table.err
 expect "a table of a teacher and its student runs" test $? -eq 0
 expect "the teacher's row trains first" grep -q "^\[1/2 teacher en-de\]" table.err
@@ -282,15 +287,7 @@ sed -e 's/name = "teacher"/name = "tw"/' -e 's/steps = 160;/steps = 10;/' teache
 sed -e 's/name = "tw"/name = "ws"/' \
   -e 's#model: { d_model = 32;#model: { d_model = 32; init = { checkpoint = "tab3/tw/checkpoint.ckpt"; };#' \
   tw.cfg > ws.cfg
-cat > table3.cfg <<'EOF'
-title = "warm";
-baseline = "tw";
-columns = ( { name = "en-de"; title = "En-De"; } );
-rows = (
-  { name = "ws"; title = "Warm-started"; experiments = { en-de = "ws.cfg"; }; },
-  { name = "tw"; title = "Its source"; experiments = { en-de = "tw.cfg"; }; }
-);
-EOF
+two_rows table3.cfg warm  ws Warm-started ws.cfg  tw "Its source" tw.cfg
 "$intrus" table -q -r tab3 -O tab3-out table3.cfg > table3.txt 2> table3.err
 expect "a table of a warm-started row and its source runs" test $? -eq 0
 expect "the source's row trains first" grep -q "^\[1/2 tw en-de\]" table3.err
