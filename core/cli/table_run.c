@@ -95,11 +95,11 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   cs->distilled = intrus_cfg_group(intrus_config_root(cfg), "data", &data, NULL) == INTRUS_OK &&
                   data && intrus_cfg_group(data, "distill", &distill, NULL) == INTRUS_OK &&
                   distill;
-  const intrus_cfg *model = NULL, *init = NULL;
+  /* The trainer's own test for a warm start (intrus_warm_source_read). */
+  const intrus_cfg *model = NULL;
   cs->warm_started = intrus_cfg_group(intrus_config_root(cfg), "model", &model, NULL) ==
                          INTRUS_OK &&
-                     model && intrus_cfg_group(model, "init", &init, NULL) == INTRUS_OK &&
-                     init;
+                     model && intrus_cfg_has(model, "init");
   snprintf(cs->experiment, sizeof cs->experiment, "%s", cell->experiment);
   snprintf(cs->name, sizeof cs->name, "%s", x.name);
   snprintf(cs->run_dir, sizeof cs->run_dir, "%s/%s", s->runs, x.name);
