@@ -287,6 +287,16 @@ sed -e 's/name = "tt"/name = "ws"/' \
   -e 's#model: { d_model = 32;#model: { d_model = 32; init = { checkpoint = "tab3/tt/checkpoint.ckpt"; };#' \
   tt.cfg > ws.cfg
 two_rows table3.cfg warm  ws Warm-started ws.cfg  tt "Its source" tt.cfg
+# The source row held (--row ws) and its checkpoint not there: refused before anything
+# runs, naming the checkpoint and the setting's line, not when the cell starts.
+"$intrus" table -q -r tab3 -O tab3-out --row ws table3.cfg > table3a.txt 2> table3a.err
+rc=$?
+line=$(grep -n "init = " ws.cfg | cut -d: -f1)
+expect "a warm start whose source no cell trains first is refused (exit $rc)" test $rc -ne 0
+expect "(naming the checkpoint, ws.cfg:$line and the row)" grep -q \
+  "row ws, column en-de: ws.cfg:$line: model.init.checkpoint: .*tab3/tt/checkpoint.ckpt: No such file" \
+  table3a.err
+expect "(before anything runs)" test ! -e tab3/ws
 "$intrus" table -q -r tab3 -O tab3-out table3.cfg > table3.txt 2> table3.err
 expect "a table of a warm-started row and its source runs" test $? -eq 0
 expect "the source's row trains first" grep -q "^\[1/2 tt en-de\]" table3.err

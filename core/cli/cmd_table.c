@@ -233,6 +233,14 @@ int intrus_cmd_table(int argc, char **argv) {
   if (a.no_train) printf("--no-train: nothing above is trained or decoded; the table holds the finished cells\n");
   fflush(stdout);
   /* A dry run checks the corpora too: it is what is run before a table of days. */
+  if (!a.no_train && table_check_warm_sources(s, &err)) {
+    table_state_free(s);
+    table_spec_free(t);
+    rc = intrus_cli_fail("table", &err);
+    fprintf(stderr, "intrus table: nothing was run%s.\n",
+            a.dry_run ? " (--dry-run: the table would stop here)" : "");
+    return rc;
+  }
   if (!a.no_train && table_check_data(s, &err)) {
     table_state_free(s);
     table_spec_free(t);

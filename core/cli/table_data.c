@@ -71,6 +71,79 @@ enum intrus_status table_check_data(const struct table_state *s, struct intrus_e
   return INTRUS_OK;
 }
 
+/* ---- warm-start sources ------------------------------------------------------------ */
+
+/* path made absolute (against the working directory) and rid of "." and ".." and
+ * repeated slashes, by its text alone: a source and a run directory that do not exist
+ * yet are compared by it. false if it does not fit. */
+static bool path_lexical(const char *path, char *out, size_t n) {
+  char buf[8400];
+  if (path[0] == '/') {
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return false;
+  } else {
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd) || snprintf(buf, sizeof buf, "%s/%s", cwd, path) >= (int)sizeof buf)
+      return false;
+  }
+  size_t len = 0;
+  out[0] = '\0';
+  for (char *save = NULL, *part = strtok_r(buf, "/", &save); part;
+       part = strtok_r(NULL, "/", &save)) {
+    if (strcmp(part, ".") == 0) continue;
+    if (strcmp(part, "..") == 0) {
+      while (len > 0 && out[len - 1] != '/') len--;
+      if (len > 0) len--;
+      out[len] = '\0';
+      continue;
+    }
+    size_t k = strlen(part);
+    if (len + 1 + k + 1 > n) return false;
+    out[len++] = '/';
+    memcpy(out + len, part, k + 1);
+    len += k;
+  }
+  if (len == 0 && n > 1) strcpy(out, "/");
+  return true;
+}
+
+/* A warm start reads its source when its cell starts, which in a table of days may be a
+ * day after the table did: a source that is neither there nor the run of a cell that this
+ * invocation trains first (one not warm-started or distilled itself, or an earlier one
+ * of those; cmd_table.c's order) is named now, before anything runs. */
+enum intrus_status table_check_warm_sources(const struct table_state *s,
+                                            struct intrus_error *err) {
+  const int nr = s->t->nrows, nc = s->t->ncols;
+  for (int r = 0; r < nr; r++)
+    for (int c = 0; c < nc; c++) {
+      const struct table_cell_state *cs = &s->cells[r][c];
+      if (!table_cell_to_run(cs) || cs->state != CELL_NEW || !cs->warm_started ||
+          !cs->warm_missing[0])
+        continue;
+      char src[4096], dir[4096];
+      bool found = false;
+      if (path_lexical(cs->warm_source, src, sizeof src))
+        for (int r2 = 0; r2 < nr && !found; r2++)
+          for (int c2 = 0; c2 < nc && !found; c2++) {
+            const struct table_cell_state *o = &s->cells[r2][c2];
+            /* Trained before this cell: in the first pass, or earlier in the second. */
+            bool first = !(o->distilled || o->warm_started) || r2 * nc + c2 < r * nc + c;
+            if ((r2 == r && c2 == c) || !table_cell_to_run(o) || !first ||
+                !path_lexical(o->run_dir, dir, sizeof dir))
+              continue;
+            size_t k = strlen(dir);
+            found = strncmp(src, dir, k) == 0 && src[k] == '/';
+          }
+      if (found) continue;
+      intrus_error_set(err, INTRUS_ERR_DATA,
+                       "%s (the warm start of %s; no cell this table trains first writes it: "
+                       "train the source run, or restore it)",
+                       cs->warm_missing, cs->experiment);
+      return intrus_error_prefix(err, "row %s, column %s", s->t->rows[r].name,
+                                 s->t->cols[c].name);
+    }
+  return INTRUS_OK;
+}
+
 /* ---- the training data ------------------------------------------------------------ */
 
 /* The fingerprint of the experiment's training split as its corpus holds it now (what a

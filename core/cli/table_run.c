@@ -3,6 +3,7 @@
  * cell looked at again after it ran. How long a cell should take is
  * table_estimate.c's, its data table_data.c's, the selection and the plan
  * table_plan.c's. */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "intrus/checkpoint.h"
 #include "table_run.h"
 #include "table_run_internal.h"
+#include "model/warm_start.h"
 #include "train/run_dir.h"
 #include "text/dataset.h"
 
@@ -100,6 +102,23 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
   cs->warm_started = intrus_cfg_group(intrus_config_root(cfg), "model", &model, NULL) ==
                          INTRUS_OK &&
                      model && intrus_cfg_has(model, "init");
+  cs->warm_source[0] = '\0';
+  if (cs->warm_started) {
+    struct warm_source ws;
+    if ((st = intrus_warm_source_read(model, cell->experiment, &ws, err))) {
+      intrus_config_free(cfg);
+      return st;
+    }
+    snprintf(cs->warm_source, sizeof cs->warm_source, "%s", ws.path);
+    cs->warm_missing[0] = '\0';
+    if (access(ws.path, F_OK) != 0) {
+      /* Said with the setting's file and line; whether another cell trains it first is
+       * table_check_warm_sources's to say. */
+      struct intrus_error e = {0};
+      intrus_cfg_error(ws.group, "checkpoint", &e, "%s: %s", ws.path, strerror(errno));
+      snprintf(cs->warm_missing, sizeof cs->warm_missing, "%s", e.msg);
+    }
+  }
   snprintf(cs->experiment, sizeof cs->experiment, "%s", cell->experiment);
   snprintf(cs->name, sizeof cs->name, "%s", x.name);
   snprintf(cs->run_dir, sizeof cs->run_dir, "%s/%s", s->runs, x.name);

@@ -54,6 +54,9 @@ struct table_cell_state {
   /* model.init: warm-started from a checkpoint, which may be another cell's run; such
    * cells run after the others too, so that a table's teacher row trains first. */
   bool warm_started;
+  char warm_source[4096]; /* its source checkpoint's path, as the trainer resolves it */
+  char warm_missing[1024]; /* "FILE:LINE: model.init.checkpoint: ..." when that file is
+                            * not there when the table starts; empty when it is */
   char error[1024];
   bool held; /* outside --row / --column: not run by this invocation, scored if done */
   /* table_score: */
@@ -131,6 +134,11 @@ void table_state_free(struct table_state *s);
 /* The corpus files of every cell still to run are readable (INTRUS_ERR_DATA naming the
  * first missing one, the row and the column). */
 enum intrus_status table_check_data(const struct table_state *s, struct intrus_error *err);
+/* The warm-start source of every new warm-started cell still to run is there, or in the
+ * run directory of a cell this invocation trains first (INTRUS_ERR_DATA naming the
+ * checkpoint, the setting's file, the row and the column). */
+enum intrus_status table_check_warm_sources(const struct table_state *s,
+                                            struct intrus_error *err);
 /* Holds every cell outside the named rows and columns (none named: holds nothing),
  * except cells that share their run with a cell not held; names are table_spec row /
  * column names, an unknown one INTRUS_ERR_INVALID listing the table's names. */
