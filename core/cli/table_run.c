@@ -93,10 +93,11 @@ static enum intrus_status examine(struct table_state *s, int r, int c,
     return st;
   }
   intrus_plugin_search_free(x.search);
-  const intrus_cfg *data = NULL, *distill = NULL;
+  /* A distilled cell by the settings' own test (data.distill present), as a warm start
+   * below by model.init's. */
+  const intrus_cfg *data = NULL;
   cs->distilled = intrus_cfg_group(intrus_config_root(cfg), "data", &data, NULL) == INTRUS_OK &&
-                  data && intrus_cfg_group(data, "distill", &distill, NULL) == INTRUS_OK &&
-                  distill;
+                  data && intrus_cfg_has(data, "distill");
   /* The trainer's own test for a warm start (intrus_warm_source_read). */
   const intrus_cfg *model = NULL;
   cs->warm_started = intrus_cfg_group(intrus_config_root(cfg), "model", &model, NULL) ==
