@@ -316,12 +316,20 @@ wait_for() { # FILE: until it exists, at most 30 s
 "$intrus" table -q -r ref -O ref-out table.cfg > ref.txt 2>&1
 expect "the uninterrupted table runs" test $? -eq 0
 # The same table scored from its cells' files alone, as committed under docs/.
+# scripts/keep-cell.sh copies what a finished cell needs (checked below: the table of
+# these copies is the runs' table).
 for r in l2r r2l; do
-  mkdir -p "committed/$r"
-  cp ref/tt-$r/results.json ref/tt-$r/test.hyp ref/tt-$r/effective.cfg ref/tt-$r/train.log \
-    ref/tt-$r/tokenizer.txt \
-    "committed/$r/"
+  sh "$src/scripts/keep-cell.sh" ref/tt-$r committed/$r > keep.txt 2>&1
+  expect "scripts/keep-cell.sh keeps $r's files: $(cat keep.txt)" test $? -eq 0
 done
+expect "(not its checkpoints)" test ! -e committed/l2r/best.ckpt -a ! -e committed/l2r/checkpoint.ckpt
+sh "$src/scripts/keep-cell.sh" ref/tt-nothing committed/x > keep.txt 2>&1
+expect "a run directory that is not there is refused" test $? -eq 1 -a ! -e committed/x
+mkdir -p half && cp ref/tt-l2r/train.log ref/tt-l2r/effective.cfg half/
+sh "$src/scripts/keep-cell.sh" half committed/half > keep.txt 2>&1
+rc=$?
+expect "an unfinished run is refused (exit $rc), naming the missing file, copying nothing" \
+  eval 'test $rc -eq 1 && grep -q "half/results.json: missing" keep.txt && test ! -e committed/half'
 # A folder inside a cell's (a teacher's distilled corpus, as under docs/small-en-ru/) is
 # not the cell's and is left out.
 mkdir -p committed/l2r/distill-b4 && echo corpus > committed/l2r/distill-b4/train.de
