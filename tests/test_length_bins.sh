@@ -3,7 +3,7 @@
 # (issue 44's bins 1-5 / 6-10 / 11-20 / 21+) and with --chars in characters other than
 # whitespace (1-10 / 11-20 / 21-40 / 41+, for Japanese). Expected values worked out by
 # hand from the small files below; a mismatched line count is refused, naming both files.
-# Needs python3 (standard library only).
+# Needs python3 (standard library only); --bleu the built intrus.
 set -u
 . "${INTRUS_TEST_SRCDIR:-.}/tests/testlib.sh"
 
@@ -23,6 +23,27 @@ expect "words: one row of the four bins and the whole" \
   grep -qxF '| sys | 0.83 (2) | 1.00 (1) | - (0) | 0.40 (1) | 0.59 |' "$tmp/out"
 expect "words: the header names the word bins" \
   grep -qxF '| system | 1-5 | 6-10 | 11-20 | 21+ | all |' "$tmp/out"
+
+# --bleu: each bin's BLEU is `intrus eval bleu` of that bin's lines (bin 6-10, its output
+# the reference itself: 100.00; 11-20 empty), the last column the whole file's.
+score() { "$intrus" eval bleu --ref "$1" --hyp "$2" | head -n 1 | cut -d' ' -f3; }
+head -n 2 "$tmp/ref" > "$tmp/ref12"
+head -n 2 "$tmp/hyp" > "$tmp/hyp12"
+b12=$(score "$tmp/ref12" "$tmp/hyp12")
+ball=$(score "$tmp/ref" "$tmp/hyp")
+tail -n 1 "$tmp/ref" > "$tmp/ref4"
+tail -n 1 "$tmp/hyp" > "$tmp/hyp4"
+b4=$(score "$tmp/ref4" "$tmp/hyp4")
+INTRUS=$intrus "$py" "$script" --bleu "$tmp/ref" "$tmp/hyp" --labels sys > "$tmp/out" 2>&1
+expect "--bleu: each bin's BLEU is intrus eval bleu of its lines ($b12, 100.00, -, $b4; all $ball)" \
+  grep -qxF "| sys | $b12 | 100.00 | - | $b4 | $ball |" "$tmp/out"
+expect "--bleu: (under its own header)" grep -qxF '| BLEU | 1-5 | 6-10 | 11-20 | 21+ | all |' "$tmp/out"
+expect "--bleu: the length table is still there" \
+  grep -qxF '| sys | 0.83 (2) | 1.00 (1) | - (0) | 0.40 (1) | 0.59 |' "$tmp/out"
+INTRUS=$tmp/no-intrus "$py" "$script" --bleu "$tmp/ref" "$tmp/hyp" > "$tmp/out" 2>&1
+rc=$?
+expect "--bleu without the binary fails (exit $rc), naming it" \
+  eval 'test $rc -ne 0 && grep -q "no-intrus: No such file" "$tmp/out"'
 
 # Characters (spaces not counted): references of 5 (1-10), 15 (11-20) and 45 (41+)
 # characters, written with a space inside; outputs of 6, 12 and 9. 1-10: 6 / 5 = 1.20;
