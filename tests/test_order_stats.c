@@ -1,6 +1,7 @@
 /* Order analysis (intrus analyze order): word classes by the documented rule, pieces
  * joined into words, each word's relative generation index from its first-written piece,
- * means and intervals worked by hand; malformed files refused naming file and line; the
+ * means and intervals worked by hand, Kendall's tau of word against writing order worked
+ * by hand; malformed files refused naming file and line; the
  * command's table and its bar chart (bar heights read back from the PNG). */
 #include <math.h>
 #include <stdint.h>
@@ -85,6 +86,51 @@ static void test_read(void) {
          err.msg);
   EXPECT(s.n[WORD_FUNCTION] == 0 && s.n[WORD_CONTENT] == 4, "no list: %ld function, %ld other",
          s.n[WORD_FUNCTION], s.n[WORD_CONTENT]);
+}
+
+/* How left-to-right: Kendall's tau of word position against the order words were begun,
+ * worked by hand. Sentence 1 begun left to right (tau 1), 2 right to left (-1), 3 middle
+ * first (words begun 2nd, 1st, 3rd: pairs (1,2) discordant, (1,3) and (2,3) concordant,
+ * tau 1/3), 4 one word of two pieces (no pair: left out). Mean 1/9 over 3 sentences;
+ * sample variance ((8/9)^2 + (10/9)^2 + (2/9)^2) / 2 = 84/81. */
+static void test_tau(void) {
+  static const char text[] =
+      "1\t1\ta\t0\t0\n1\t2\tb\t1\t0.5\n1\t3\tc\t2\t1\n"
+      "2\t1\ta\t2\t1\n2\t2\tb\t1\t0.5\n2\t3\tc\t0\t0\n"
+      "3\t1\ta\t1\t0.5\n3\t2\tb\t0\t0\n3\t3\tc\t2\t1\n"
+      "4\t1\ta@@\t1\t1\n4\t2\tb\t0\t0\n";
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s%s", header, text);
+  test_write_file(test_tmp_path("tau.tsv"), buf);
+  struct order_stats s;
+  memset(&s, 0, sizeof s);
+  struct intrus_error err = {0};
+  EXPECT(order_stats_read(test_tmp_path("tau.tsv"), NULL, &s, &err) == INTRUS_OK, "%s", err.msg);
+  double ci, tau = order_stats_tau(&s, &ci);
+  EXPECT(s.tau_n == 3 && s.l2r == 1 && s.r2l == 1, "%ld sentences with a pair (want 3), %ld "
+         "left to right (1), %ld right to left (1)", s.tau_n, s.l2r, s.r2l);
+  double want_ci = 1.96 * sqrt(84.0 / 81) / sqrt(3.0);
+  EXPECT(fabs(tau - 1.0 / 9) < 1e-12 && fabs(ci - want_ci) < 1e-12,
+         "tau %.6f (want 1/9), ci %.6f (want %.6f)", tau, ci, want_ci);
+  /* One sentence of one word: no tau at all. */
+  struct order_stats none;
+  memset(&none, 0, sizeof none);
+  snprintf(buf, sizeof buf, "%s1\t1\ta\t0\t0\n", header);
+  test_write_file(test_tmp_path("tau1.tsv"), buf);
+  EXPECT(order_stats_read(test_tmp_path("tau1.tsv"), NULL, &none, &err) == INTRUS_OK, "%s",
+         err.msg);
+  EXPECT(isnan(order_stats_tau(&none, &ci)) && none.tau_n == 0, "no pair: tau %g",
+         order_stats_tau(&none, &ci));
+  /* The command says it, in text and JSON. */
+  char out[8192];
+  int rc = test_run_intrus(test_tmpdir, "analyze order tau.tsv", out, sizeof out);
+  EXPECT(rc == 0, "analyze order tau.tsv: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "over 3 sentences of 2+ words: Kendall's tau 0.111 ± 1.152, 1 begun "
+                       "left to right, 1 right to left");
+  rc = test_run_intrus(test_tmpdir, "analyze order tau.tsv --json", out, sizeof out);
+  EXPECT(rc == 0, "--json: exit %d: %s", rc, out);
+  EXPECT_CONTAINS(out, "\"order\": {\"sentences\": 3, \"kendall_tau\": 0.1111, \"ci95\": "
+                       "1.1524, \"left_to_right\": 1, \"right_to_left\": 1}");
 }
 
 static void refused(const char *name, const char *text, const char *want) {
@@ -424,6 +470,7 @@ int main(void) {
   if (!test_make_tmpdir("/tmp/intrus-order-XXXXXX")) return 99;
   test_classify();
   test_read();
+  test_tau();
   test_bad();
   test_command();
   test_bar_labels();

@@ -26,7 +26,10 @@ static const char analyze_usage[] =
     "--pos, by part of speech instead (nouns, verbs, adjectives, adverbs, pronouns,\n"
     "prepositions, conjunctions, determiners, numerals, punctuation, other), from the\n"
     "Apertium analyser Debian packages for the language: en (apertium-eng-spa), ru\n"
-    "(apertium-bel-rus); none for de.\n"
+    "(apertium-bel-rus); none for de. Each file's line also says how left-to-right its\n"
+    "orders are: the mean over sentences of 2 or more words of Kendall's tau between the\n"
+    "words' positions and the order they were begun in (1: left to right, -1: right to\n"
+    "left, 0: no relation), and how many sentences were begun strictly either way.\n"
     "\n"
     "Options:\n"
     "  -l, --lang L        the language of the outputs (en, de, ru have word lists)\n"
@@ -175,8 +178,15 @@ static int analyze_order(int argc, char **argv) {
       cli_json_string(stdout, names[i]);
       printf(", \"file\": ");
       cli_json_string(stdout, argv[optind + i]);
-      printf(", \"sentences\": %ld, \"skipped\": %ld, \"words\": %ld, \"classes\": {",
-             st[i].sentences, st[i].skipped, st[i].words);
+      printf(", \"sentences\": %ld, \"skipped\": %ld, \"words\": %ld, ", st[i].sentences,
+             st[i].skipped, st[i].words);
+      double tci, tau = order_stats_tau(&st[i], &tci);
+      printf("\"order\": {\"sentences\": %ld, \"kendall_tau\": ", st[i].tau_n);
+      if (isfinite(tau)) printf("%.4f", tau);
+      else printf("null");
+      printf(", \"ci95\": %.4f, \"left_to_right\": %ld, \"right_to_left\": %ld}, "
+             "\"classes\": {",
+             tci, st[i].l2r, st[i].r2l);
       for (int j = 0; j < ncls; j++) {
         int k = classes[j];
         printf("%s\"%s\": {\"words\": %ld, \"mean\": ", j ? ", " : "", cname[j], st[i].n[k]);
@@ -205,9 +215,16 @@ static int analyze_order(int argc, char **argv) {
       }
       printf("\n");
     }
-    for (int i = 0; i < nfiles; i++)
-      printf("%s: %ld sentences, %ld words (%ld sentences of fewer than 2 tokens skipped)\n",
+    for (int i = 0; i < nfiles; i++) {
+      printf("%s: %ld sentences, %ld words (%ld sentences of fewer than 2 tokens skipped)",
              names[i], st[i].sentences, st[i].words, st[i].skipped);
+      double tci, tau = order_stats_tau(&st[i], &tci);
+      if (isfinite(tau))
+        printf("; word order against writing order over %ld sentences of 2+ words: "
+               "Kendall's tau %.3f ± %.3f, %ld begun left to right, %ld right to left",
+               st[i].tau_n, tau, tci, st[i].l2r, st[i].r2l);
+      printf("\n");
+    }
     if (pos)
       printf("parts of speech: %s; the HMM tagger's readings in %ld sentences, the first "
              "reading the analyser leaves in %ld (where the tagger crashed on a file, or the "

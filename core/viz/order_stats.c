@@ -259,6 +259,18 @@ void order_words_free(struct order_words *w) {
   memset(w, 0, sizeof *w);
 }
 
+double order_words_tau(const struct order_words *w, long a, long b) {
+  /* All pairs (O(n^2)): outputs are at most a few hundred words. */
+  long conc = 0, disc = 0;
+  for (long i = a; i < b; i++)
+    for (long j = i + 1; j < b; j++) {
+      if (w->rel[i] < w->rel[j]) conc++;
+      else if (w->rel[i] > w->rel[j]) disc++;
+    }
+  long pairs = (b - a) * (b - a - 1) / 2;
+  return (double)(conc - disc) / (double)pairs;
+}
+
 void order_stats_add(struct order_stats *s, const struct order_words *w, const int *cls) {
   s->sentences += w->sentences;
   s->skipped += w->skipped;
@@ -269,6 +281,16 @@ void order_stats_add(struct order_stats *s, const struct order_words *w, const i
     s->sum[c] += w->rel[i];
     s->sumsq[c] += w->rel[i] * w->rel[i];
     s->words++;
+  }
+  for (long k = 0; k < w->nsent; k++) {
+    long a = w->sent_start[k], b = w->sent_start[k + 1];
+    if (b - a < 2) continue;
+    double tau = order_words_tau(w, a, b);
+    s->tau_sum += tau;
+    s->tau_sumsq += tau * tau;
+    s->tau_n++;
+    s->l2r += tau == 1.0;
+    s->r2l += tau == -1.0;
   }
 }
 
@@ -291,10 +313,18 @@ enum intrus_status order_stats_read(const char *path, const char *lang, struct o
   return st;
 }
 
-double order_stats_mean(const struct order_stats *s, int c, double *ci95) {
-  long n = s->n[c];
-  double mean = n ? s->sum[c] / (double)n : NAN;
-  double var = n > 1 ? (s->sumsq[c] - n * mean * mean) / (double)(n - 1) : 0.0;
+/* The mean of n values from their sum and sum of squares, and 1.96 standard errors. */
+static double mean_ci95(long n, double sum, double sumsq, double *ci95) {
+  double mean = n ? sum / (double)n : NAN;
+  double var = n > 1 ? (sumsq - n * mean * mean) / (double)(n - 1) : 0.0;
   *ci95 = n > 1 ? 1.96 * sqrt(var > 0 ? var : 0) / sqrt((double)n) : 0.0;
   return mean;
+}
+
+double order_stats_mean(const struct order_stats *s, int c, double *ci95) {
+  return mean_ci95(s->n[c], s->sum[c], s->sumsq[c], ci95);
+}
+
+double order_stats_tau(const struct order_stats *s, double *ci95) {
+  return mean_ci95(s->tau_n, s->tau_sum, s->tau_sumsq, ci95);
 }

@@ -29,6 +29,13 @@ struct order_stats {
   long n[ORDER_MAX_CLASSES];
   double sum[ORDER_MAX_CLASSES], sumsq[ORDER_MAX_CLASSES];
   long sentences, words, skipped; /* sentences read, words counted, sentences skipped */
+  /* How left-to-right the orders are, over sentences of 2 or more words: Kendall's tau
+   * between the words' positions and the order in which they were begun (1: every
+   * word begun after the words to its left; -1: after those to its right; no ties, one
+   * piece being written a step), its sum of squares, the sentences, and how many were
+   * begun strictly left to right and right to left. */
+  double tau_sum, tau_sumsq;
+  long tau_n, l2r, r2l;
 };
 
 /* The words of order.tsv files, before they are classed: word i of sentence k is
@@ -65,5 +72,11 @@ enum intrus_status order_stats_read(const char *path, const char *lang, struct o
 
 /* Mean and the half-width of its 95% interval (1.96 standard errors; 0 for n < 2). */
 double order_stats_mean(const struct order_stats *s, int c, double *ci95);
+/* Kendall's tau of word position against writing order (see tau_sum), the mean over
+ * sentences with the half-width of its 95% interval; NAN without a sentence of 2 words. */
+double order_stats_tau(const struct order_stats *s, double *ci95);
+/* Kendall's tau of the sentence's words [a, b) of w (b - a >= 2): concordant pairs (the
+ * left word begun first) minus discordant, over all pairs. */
+double order_words_tau(const struct order_words *w, long a, long b);
 
 #endif
