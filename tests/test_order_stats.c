@@ -55,15 +55,22 @@ static const char good[] =
     "1\t4\t\xef\xbf\xad.\t1\t0.3333\n2\t1\tJa\t0\t0.0000\n4\t1\tthe\t1\t1.0000\n"
     "4\t2\thouse\t0\t0.0000\n";
 
-static void test_read(void) {
+/* The statistics of the order.tsv of header and rows, written to the temporary file name
+ * and read with lang's word list. */
+static struct order_stats read_rows(const char *name, const char *rows, const char *lang) {
   char text[1024];
-  snprintf(text, sizeof text, "%s%s", header, good);
-  test_write_file(test_tmp_path("order.tsv"), text);
+  snprintf(text, sizeof text, "%s%s", header, rows);
+  test_write_file(test_tmp_path(name), text);
   struct order_stats s;
   memset(&s, 0, sizeof s);
   struct intrus_error err = {0};
-  EXPECT(order_stats_read(test_tmp_path("order.tsv"), "de", &s, &err) == INTRUS_OK, "%s",
+  EXPECT(order_stats_read(test_tmp_path(name), lang, &s, &err) == INTRUS_OK, "%s: %s", name,
          err.msg);
+  return s;
+}
+
+static void test_read(void) {
+  struct order_stats s = read_rows("order.tsv", good, "de");
   EXPECT(s.sentences == 3 && s.skipped == 1 && s.words == 5,
          "%ld sentences (want 3), %ld skipped (1), %ld words (5)", s.sentences, s.skipped,
          s.words);
@@ -81,9 +88,7 @@ static void test_read(void) {
          "content words: %ld, mean %.6f (1/3), ci %.6f (%.6f)", s.n[WORD_CONTENT], m, ci,
          1.96 / 3);
   /* Without a word list, function words are words like the rest. */
-  memset(&s, 0, sizeof s);
-  EXPECT(order_stats_read(test_tmp_path("order.tsv"), NULL, &s, &err) == INTRUS_OK, "%s",
-         err.msg);
+  s = read_rows("order.tsv", good, NULL);
   EXPECT(s.n[WORD_FUNCTION] == 0 && s.n[WORD_CONTENT] == 4, "no list: %ld function, %ld other",
          s.n[WORD_FUNCTION], s.n[WORD_CONTENT]);
 }
@@ -99,13 +104,7 @@ static void test_tau(void) {
       "2\t1\ta\t2\t1\n2\t2\tb\t1\t0.5\n2\t3\tc\t0\t0\n"
       "3\t1\ta\t1\t0.5\n3\t2\tb\t0\t0\n3\t3\tc\t2\t1\n"
       "4\t1\ta@@\t1\t1\n4\t2\tb\t0\t0\n";
-  char buf[1024];
-  snprintf(buf, sizeof buf, "%s%s", header, text);
-  test_write_file(test_tmp_path("tau.tsv"), buf);
-  struct order_stats s;
-  memset(&s, 0, sizeof s);
-  struct intrus_error err = {0};
-  EXPECT(order_stats_read(test_tmp_path("tau.tsv"), NULL, &s, &err) == INTRUS_OK, "%s", err.msg);
+  struct order_stats s = read_rows("tau.tsv", text, NULL);
   double ci, tau = order_stats_tau(&s, &ci);
   EXPECT(s.tau_n == 3 && s.l2r == 1 && s.r2l == 1, "%ld sentences with a pair (want 3), %ld "
          "left to right (1), %ld right to left (1)", s.tau_n, s.l2r, s.r2l);
@@ -113,12 +112,7 @@ static void test_tau(void) {
   EXPECT(fabs(tau - 1.0 / 9) < 1e-12 && fabs(ci - want_ci) < 1e-12,
          "tau %.6f (want 1/9), ci %.6f (want %.6f)", tau, ci, want_ci);
   /* One sentence of one word: no tau at all. */
-  struct order_stats none;
-  memset(&none, 0, sizeof none);
-  snprintf(buf, sizeof buf, "%s1\t1\ta\t0\t0\n", header);
-  test_write_file(test_tmp_path("tau1.tsv"), buf);
-  EXPECT(order_stats_read(test_tmp_path("tau1.tsv"), NULL, &none, &err) == INTRUS_OK, "%s",
-         err.msg);
+  struct order_stats none = read_rows("tau1.tsv", "1\t1\ta\t0\t0\n", NULL);
   EXPECT(isnan(order_stats_tau(&none, &ci)) && none.tau_n == 0, "no pair: tau %g",
          order_stats_tau(&none, &ci));
   /* The command says it, in text and JSON. */
