@@ -17,8 +17,10 @@ if [ $# -ne 2 ] || [ "$1" = -h ] || [ "$1" = --help ]; then
   exit 2
 fi
 run=${1%/} dest=${2%/}
+need="results.json test.hyp effective.cfg train.log tokenizer.txt"
+optional="sessions.tsv test.order.tsv warm_start.txt"
 [ -d "$run" ] || { echo "$0: $run: no such run directory" >&2; exit 1; }
-for f in results.json test.hyp effective.cfg train.log tokenizer.txt; do
+for f in $need; do
   if [ ! -f "$run/$f" ]; then
     echo "$0: $run/$f: missing (a run that finished, with its test decode, has it); nothing copied" >&2
     exit 1
@@ -26,8 +28,7 @@ for f in results.json test.hyp effective.cfg train.log tokenizer.txt; do
 done
 mkdir -p "$dest" || exit 1
 n=0
-for f in results.json test.hyp effective.cfg train.log tokenizer.txt sessions.tsv \
-  test.order.tsv warm_start.txt; do
+for f in $need $optional; do
   [ -f "$run/$f" ] || continue
   # A temporary name, then rename: a folder never holds half a file.
   cp "$run/$f" "$dest/.$f.tmp" && mv "$dest/.$f.tmp" "$dest/$f" || exit 1

@@ -82,16 +82,16 @@ def main(argv):
         ref, hyp = read(rp), read(hp)
         if len(ref) != len(hyp):
             sys.exit(f"{rp}: {len(ref)} lines but {hp}: {len(hyp)}")
+        # Each line's length once (--chars walks every character), then the bins.
+        lens = [(length(x), length(y)) for x, y in zip(ref, hyp)]
         if bleu:
             row = []
             for a, b in bins:
-                idx = [i for i, x in enumerate(ref) if a <= length(x) <= b]
+                idx = [i for i, (lx, _) in enumerate(lens) if a <= lx <= b]
                 row.append(f"{bin_bleu([ref[i] for i in idx], [hyp[i] for i in idx], tok):.2f}"
                            if idx else "-")
             row.append(f"{bin_bleu(ref, hyp, tok):.2f}")
             scores.append((name, row))
-        # Each line's length once (--chars walks every character), then the bins.
-        lens = [(length(x), length(y)) for x, y in zip(ref, hyp)]
         cells = []
         tot_r = tot_h = 0
         for a, b in bins:

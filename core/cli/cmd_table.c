@@ -232,26 +232,23 @@ int intrus_cmd_table(int argc, char **argv) {
   table_print_plan(s, stdout);
   if (a.no_train) printf("--no-train: nothing above is trained or decoded; the table holds the finished cells\n");
   fflush(stdout);
-  /* A dry run checks the corpora too: it is what is run before a table of days. */
-  if (!a.no_train && table_check_warm_sources(s, &err)) {
+  /* A dry run checks the warm starts' sources and the corpora too: it is what is run
+   * before a table of days. */
+  bool warm_bad = false;
+  if (!a.no_train &&
+      ((warm_bad = table_check_warm_sources(s, &err) != INTRUS_OK) || table_check_data(s, &err))) {
     table_state_free(s);
     table_spec_free(t);
     rc = intrus_cli_fail("table", &err);
-    fprintf(stderr, "intrus table: nothing was run%s.\n",
+    fprintf(stderr, "intrus table: nothing was run%s.",
             a.dry_run ? " (--dry-run: the table would stop here)" : "");
-    return rc;
-  }
-  if (!a.no_train && table_check_data(s, &err)) {
-    table_state_free(s);
-    table_spec_free(t);
-    rc = intrus_cli_fail("table", &err);
-    fprintf(stderr, "intrus table: nothing was run%s. The corpora of experiments/small and "
-                    "experiments/paper come from\n"
-                    "  scripts/build-mt-data.sh --out data/mt-full\n"
-                    "  scripts/build-im2latex-data.sh --out data/im2latex-full\n"
-                    "  scripts/build-caption-data.sh --out data/caption-full\n"
-                    "(docs/guide.md, \"Data\").\n",
-            a.dry_run ? " (--dry-run: the table would stop here)" : "");
+    if (!warm_bad)
+      fprintf(stderr, " The corpora of experiments/small and experiments/paper come from\n"
+                      "  scripts/build-mt-data.sh --out data/mt-full\n"
+                      "  scripts/build-im2latex-data.sh --out data/im2latex-full\n"
+                      "  scripts/build-caption-data.sh --out data/caption-full\n"
+                      "(docs/guide.md, \"Data\").");
+    fputc('\n', stderr);
     return rc;
   }
   if (a.dry_run) {
